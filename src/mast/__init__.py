@@ -1,0 +1,36 @@
+"""mast: turn agent traces into MAST failure vectors and measure judge-human agreement.
+
+>>> import mast
+>>> mast.load_taxonomy()["1.3"].name
+'Step Repetition'
+"""
+
+from mast._version import __version__
+from mast.errors import LabelMappingError, MastError, TaxonomyError, TraceFormatError
+from mast.taxonomy import (
+    FailureMode,
+    LabelVersion,
+    Taxonomy,
+    load_label_version,
+    load_taxonomy,
+)
+from mast.trace import FailureVector, LabelSource, Outcome, Step, StepKind, Trace
+
+__all__ = [
+    "FailureMode",
+    "FailureVector",
+    "LabelMappingError",
+    "LabelSource",
+    "LabelVersion",
+    "MastError",
+    "Outcome",
+    "Step",
+    "StepKind",
+    "Taxonomy",
+    "TaxonomyError",
+    "Trace",
+    "TraceFormatError",
+    "__version__",
+    "load_label_version",
+    "load_taxonomy",
+]

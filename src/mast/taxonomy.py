@@ -1,0 +1,296 @@
+"""The MAST taxonomy as data: load, validate and look up failure modes.
+
+This module is the one source of mode codes and their order. The final taxonomy lives in
+``taxonomy/mast.yaml``; the draft versions used by the MAD human annotation rounds live in
+``taxonomy/versions/`` and map each draft mode to a final code by definition (or to none).
+
+>>> tax = load_taxonomy()
+>>> tax.codes[:3]
+['1.1', '1.2', '1.3']
+>>> tax["2.6"].name, tax["2.6"].category
+('Reasoning-Action Mismatch', 'FC2')
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mast._resources import data_dir
+from mast.errors import TaxonomyError
+
+Stage = Literal["pre-execution", "execution", "post-execution"]
+
+_CODE_PATTERN = r"^\d+\.\d+$"
+
+
+class _Strict(BaseModel):
+    # Taxonomy files are written by people: a misspelt key must fail loudly, not vanish.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Category(_Strict):
+    """A group of failure modes, e.g. ``FC1`` Specification Issues."""
+
+    code: str
+    name: str
+    description: str = ""
+
+
+class FailureMode(_Strict):
+    """One failure mode: its code, name, category and the guidance a judge needs."""
+
+    code: str = Field(pattern=_CODE_PATTERN, description='Short code, e.g. "1.1".')
+    id: str = Field(description='Stable identifier, e.g. "FM-1.1".')
+    name: str
+    category: str = Field(description='Category code, e.g. "FC1".')
+    stage: Stage | None = None
+    definition: str
+    look_for: tuple[str, ...] = Field(default=(), description="Observable signs of the mode.")
+    not_this: tuple[str, ...] = Field(
+        default=(), description="Boundaries with the modes it is most often confused with."
+    )
+    aliases: tuple[str, ...] = Field(default=(), description="Other names official files use.")
+
+
+class Taxonomy(_Strict):
+    """A validated set of failure modes in canonical order.
+
+    >>> tax = load_taxonomy()
+    >>> len(tax), tax.codes[-1], tax["3.2"].name
+    (14, '3.3', 'No or Incomplete Verification')
+    """
+
+    name: str
+    version: str
+    source: str = ""
+    categories: tuple[Category, ...]
+    stages: tuple[str, ...] = ("pre-execution", "execution", "post-execution")
+    modes: tuple[FailureMode, ...]
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Taxonomy:
+        codes = [m.code for m in self.modes]
+        dupes = sorted({c for c in codes if codes.count(c) > 1})
+        if dupes:
+            raise ValueError(f"duplicate mode codes {dupes}; every code must appear once")
+        if not self.modes:
+            raise ValueError("a taxonomy needs at least one mode")
+        known = {c.code for c in self.categories}
+        for mode in self.modes:
+            if mode.category not in known:
+                raise ValueError(
+                    f"mode {mode.code} has category {mode.category!r}, "
+                    f"which is not one of the declared categories {sorted(known)}"
+                )
+            if mode.stage is not None and mode.stage not in self.stages:
+                raise ValueError(f"mode {mode.code} has unknown stage {mode.stage!r}")
+        return self
+
+    @property
+    def codes(self) -> list[str]:
+        """Mode codes in canonical order."""
+        return [m.code for m in self.modes]
+
+    @property
+    def label(self) -> str:
+        """``"<name> <version>"``, recorded in annotations."""
+        return f"{self.name} {self.version}"
+
+    def __getitem__(self, code: str) -> FailureMode:
+        for mode in self.modes:
+            if mode.code == code:
+                return mode
+        raise KeyError(f"no failure mode {code!r} in {self.label}; known codes: {self.codes}")
+
+    def __contains__(self, code: object) -> bool:
+        return any(m.code == code for m in self.modes)
+
+    def __iter__(self) -> Iterator[FailureMode]:  # type: ignore[override]
+        return iter(self.modes)
+
+    def __len__(self) -> int:
+        return len(self.modes)
+
+    def category(self, code: str) -> Category:
+        """The category with this code (``"FC1"``), or the category of a mode (``"1.1"``)."""
+        if code in self:
+            code = self[code].category
+        for cat in self.categories:
+            if cat.code == code:
+                return cat
+        raise KeyError(f"no category {code!r} in {self.label}")
+
+    def in_category(self, category: str) -> list[str]:
+        """Codes of the modes in ``category`` (e.g. ``"FC3"``), in canonical order."""
+        return [m.code for m in self.modes if m.category == category]
+
+    def code_for_name(self, name: str) -> str | None:
+        """The code whose name or alias matches ``name`` (case and spacing ignored)."""
+        wanted = normalize_name(name)
+        for mode in self.modes:
+            if wanted in {normalize_name(n) for n in (mode.name, *mode.aliases)}:
+                return mode.code
+        return None
+
+
+def normalize_name(name: str) -> str:
+    """Fold case, punctuation and spacing so that spelling variants of a name compare equal."""
+    return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
+
+
+def _read_yaml(path: Path, what: str) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaxonomyError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TaxonomyError(f"{path}: not valid YAML ({exc}); fix the file's syntax") from exc
+
+
+def _validation_message(path: Path, exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}" for err in exc.errors()
+    )
+    return f"{path}: invalid taxonomy data: {problems}"
+
+
+def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
+    """Load and validate a taxonomy; with no path, the bundled final MAST taxonomy.
+
+    Custom or adapted taxonomies (e.g. for SRE agents) use the same YAML shape as
+    ``taxonomy/mast.yaml``; unknown keys, duplicate codes and undeclared categories raise
+    :class:`~mast.errors.TaxonomyError`.
+
+    >>> load_taxonomy().codes == ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2",
+    ...                           "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
+    True
+    """
+    if path is None:
+        return _bundled_taxonomy()
+    return _load_taxonomy_file(Path(path))
+
+
+@cache
+def _bundled_taxonomy() -> Taxonomy:
+    return _load_taxonomy_file(data_dir("taxonomy") / "mast.yaml")
+
+
+def _load_taxonomy_file(path: Path) -> Taxonomy:
+    raw = _read_yaml(path, "taxonomy")
+    try:
+        return Taxonomy.model_validate(raw)
+    except ValidationError as exc:
+        raise TaxonomyError(_validation_message(path, exc)) from exc
+
+
+class DraftMode(_Strict):
+    """A mode of an earlier (draft) taxonomy version and the final code it maps to."""
+
+    code: str = Field(description="The code the draft version gave it (not stable across rounds).")
+    name: str
+    maps_to: str | None = Field(description="Final code with the same definition, or null.")
+    aliases: tuple[str, ...] = ()
+
+
+class LabelVersion(_Strict):
+    """A taxonomy version used to label data, with its mapping onto the final codes.
+
+    >>> v = load_label_version("round1")
+    >>> v.match("2.2 Step repetition").maps_to
+    '1.3'
+    """
+
+    name: str
+    version: str
+    rounds: tuple[str, ...] = ()
+    maps_to_taxonomy: str = ""
+    modes: tuple[DraftMode, ...]
+
+    @property
+    def unmapped(self) -> list[DraftMode]:
+        """Draft modes with no final counterpart."""
+        return [m for m in self.modes if m.maps_to is None]
+
+    def match(self, label: str, *, cutoff: float = 0.85) -> DraftMode | None:
+        """Find the draft mode a label string names, by name (never by its number alone).
+
+        ``label`` may be a bare name or ``"<code> <name>\\n<definition>"`` as in the MAD
+        human file. Case, spacing and punctuation are ignored and small typos are tolerated
+        (difflib similarity ≥ ``cutoff``). Returns ``None`` when nothing matches.
+        """
+        name = _label_name(label)
+        wanted = normalize_name(name)
+        by_name: dict[str, DraftMode] = {}
+        for mode in self.modes:
+            for candidate in (mode.name, *mode.aliases):
+                by_name[normalize_name(candidate)] = mode
+        if wanted in by_name:
+            return by_name[wanted]
+        close = difflib.get_close_matches(wanted, list(by_name), n=1, cutoff=cutoff)
+        return by_name[close[0]] if close else None
+
+
+def _label_name(label: str) -> str:
+    # MAD label strings look like "2.2 Step repetition\n\n<definition>" or
+    # "1.4 Fail to elicit clarification\n(between agents)\n…": the name is the first line
+    # without its leading code.
+    first_line = label.strip().splitlines()[0] if label.strip() else ""
+    return re.sub(r"^\s*\d+(\.\d+)?\s*", "", first_line).strip()
+
+
+_BUNDLED_VERSIONS = ("round1", "rounds2-3", "final")
+
+
+def load_label_version(name_or_path: str | Path) -> LabelVersion:
+    """Load a labelling version: ``"round1"``, ``"rounds2-3"``, ``"final"`` or a YAML path."""
+    if isinstance(name_or_path, str) and name_or_path in _BUNDLED_VERSIONS:
+        return _bundled_version(name_or_path)
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise TaxonomyError(
+            f"no label version {str(name_or_path)!r}: use one of {list(_BUNDLED_VERSIONS)} "
+            "or the path of a YAML file shaped like taxonomy/versions/round1.yaml"
+        )
+    return _load_version_file(path)
+
+
+@cache
+def _bundled_version(name: str) -> LabelVersion:
+    return _load_version_file(data_dir("taxonomy") / "versions" / f"{name}.yaml")
+
+
+def _load_version_file(path: Path) -> LabelVersion:
+    raw = _read_yaml(path, "label version")
+    try:
+        version = LabelVersion.model_validate(raw)
+    except ValidationError as exc:
+        raise TaxonomyError(_validation_message(path, exc)) from exc
+    final = _bundled_taxonomy()
+    bad = [m.maps_to for m in version.modes if m.maps_to is not None and m.maps_to not in final]
+    if bad:
+        raise TaxonomyError(f"{path}: maps_to codes {bad} are not codes of {final.label}")
+    return version
+
+
+def label_versions() -> list[LabelVersion]:
+    """The bundled labelling versions (Round 1, Rounds 2–3, final)."""
+    return [_bundled_version(n) for n in _BUNDLED_VERSIONS]
+
+
+def version_for_round(round_name: str) -> LabelVersion | None:
+    """The bundled labelling version a MAD human-file ``round`` value uses, if known."""
+    wanted = normalize_name(round_name)
+    for version in label_versions():
+        if wanted in {normalize_name(r) for r in version.rounds}:
+            return version
+    return None
