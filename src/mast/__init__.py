@@ -5,8 +5,10 @@
 'Step Repetition'
 """
 
+from mast import datasets
 from mast._version import __version__
 from mast.errors import LabelMappingError, MastError, TaxonomyError, TraceFormatError
+from mast.loaders import load_trace, load_traces
 from mast.taxonomy import (
     FailureMode,
     LabelVersion,
@@ -31,6 +33,9 @@ __all__ = [
     "Trace",
     "TraceFormatError",
     "__version__",
+    "datasets",
     "load_label_version",
     "load_taxonomy",
+    "load_trace",
+    "load_traces",
 ]

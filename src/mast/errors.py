@@ -22,7 +22,8 @@ class TraceFormatError(MastError):
     The message names the file, the place in it (record index or line), the format tried,
     what was expected and what was found, so the user can fix the input without a debugger.
 
-    >>> err = TraceFormatError("empty file", path="run.json", format="auto", expected="JSON or text")
+    >>> err = TraceFormatError("empty file", path="run.json", format="auto",
+    ...                        expected="JSON or text")
     >>> print(err)
     run.json: empty file (format 'auto'; expected JSON or text)
     """
@@ -75,3 +76,81 @@ def _rebuild_trace_format_error(problem: str, state: dict[str, object]) -> Trace
 
 class LabelMappingError(MastError):
     """A human label could not be matched to any mode of its taxonomy version."""
+
+
+class MissingDependencyError(MastError, ImportError):
+    """An optional package mast needs for this feature is not installed.
+
+    The message ends with the exact ``pip install`` line that fixes it.
+    """
+
+
+class ProviderError(MastError):
+    """A call to a model provider failed (HTTP error, connection, malformed reply).
+
+    ``provider`` names the provider (``"openai"``, ``"anthropic"``), ``status_code`` is the
+    HTTP status when there was one, and ``retryable`` says whether trying again later can
+    help (rate limits, timeouts, 5xx) so a runner can decide without parsing messages.
+
+    >>> err = RateLimitError("openai: HTTP 429", provider="openai", status_code=429, retry_after=2.0)
+    >>> isinstance(err, ProviderError), err.retryable, err.retry_after
+    (True, True, 2.0)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status_code = status_code
+        self.retryable = retryable
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only attributes: keep them through pickling (multiprocessing, caches).
+        return (_rebuild_provider_error, (type(self), self.args, self.__dict__.copy()))
+
+
+def _rebuild_provider_error(
+    cls: type[ProviderError], args: tuple[object, ...], state: dict[str, object]
+) -> ProviderError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class AuthError(ProviderError):
+    """The provider rejected the credentials (HTTP 401/403): retrying cannot help."""
+
+
+class RateLimitError(ProviderError):
+    """The provider asked us to slow down (HTTP 429); ``retry_after`` is its hint in seconds."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = 429,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status_code=status_code, retryable=True)
+        self.retry_after = retry_after
+
+
+class ContextLengthError(ProviderError):
+    """The prompt (plus the requested output) does not fit the model's context window."""
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer within the configured timeout."""
+
+    def __init__(
+        self, message: str, *, provider: str | None = None, status_code: int | None = None
+    ) -> None:
+        super().__init__(message, provider=provider, status_code=status_code, retryable=True)

@@ -248,7 +248,7 @@ def _label_name(label: str) -> str:
     return re.sub(r"^\s*\d+(\.\d+)?\s*", "", first_line).strip()
 
 
-_BUNDLED_VERSIONS = ("round1", "rounds2-3", "final")
+_BUNDLED_VERSIONS = ("round1", "rounds2-3", "final", "ag2-open-coding")
 
 
 def load_label_version(name_or_path: str | Path) -> LabelVersion:

@@ -127,17 +127,18 @@ class FailureVector(Mapping[str, "bool | None"]):
         cls, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         from_dict = core_schema.no_info_after_validator_function(
-            cls, core_schema.dict_schema(core_schema.str_schema(), core_schema.nullable_schema(
-                core_schema.bool_schema(strict=True)))
+            cls,
+            core_schema.dict_schema(
+                core_schema.str_schema(),
+                core_schema.nullable_schema(core_schema.bool_schema(strict=True)),
+            ),
         )
         return core_schema.json_or_python_schema(
             json_schema=from_dict,
             python_schema=core_schema.union_schema(
                 [core_schema.is_instance_schema(cls), from_dict]
             ),
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                lambda v: v.to_dict()
-            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda v: v.to_dict()),
         )
 
 
@@ -156,7 +157,7 @@ def to_bool(value: object) -> bool | None:
     if isinstance(value, (int, float)):
         if value != value:  # NaN
             return None
-        return {1: True, 0: False}.get(value)  # type: ignore[call-overload]
+        return True if value == 1 else False if value == 0 else None
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _TRUE_WORDS:
@@ -225,9 +226,7 @@ class Trace(BaseModel):
         default_factory=dict, description="Annotator name -> failure vector."
     )
     label_sources: dict[str, LabelSource] = Field(default_factory=dict)
-    segmented: bool = Field(
-        default=True, description="False when the raw log is one unsplit step."
-    )
+    segmented: bool = Field(default=True, description="False when the raw log is one unsplit step.")
     source: str | None = Field(default=None, description="File (and record) it was loaded from.")
     format: str | None = Field(default=None, description="Loader format that produced it.")
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,78 @@
+"""A byte stream that rewrites bare ``NaN`` tokens to ``null`` so streaming parsers accept it.
+
+The MAD human-labelled file contains ``NaN`` (Python's json writes it; strict JSON and ijson
+reject it). Rewriting has to respect string state: the text "NaN" inside a JSON string
+(trace content often quotes Python reprs) must stay untouched.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import BinaryIO
+
+# Escapes inside strings, quotes, and NaN tokens; `\\$` catches a backslash at a chunk's end.
+_TOKENS = re.compile(rb'\\.|\\$|"|NaN', re.DOTALL)
+
+
+class NanToNullReader(io.RawIOBase):
+    """Wrap a binary file; reading yields the same bytes with bare ``NaN`` → ``null``.
+
+    >>> import json
+    >>> raw = io.BytesIO(b'[{"a": NaN, "b": "NaN \\\\" NaN"}]')
+    >>> json.loads(NanToNullReader(raw).read())
+    [{'a': None, 'b': 'NaN " NaN'}]
+    """
+
+    def __init__(self, source: BinaryIO, chunk_size: int = 1 << 20) -> None:
+        self._source = source
+        self._chunk_size = chunk_size
+        self._in_string = False
+        self._carry = b""
+        self._pending = b""
+        self.replaced = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            chunk = self._source.read(self._chunk_size)
+            if not chunk:
+                self._pending, self._carry = self._carry, b""
+                if not self._pending:
+                    return 0
+                break
+            self._pending = self._rewrite(self._carry + chunk)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _rewrite(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        start = 0
+        self._carry = b""
+        for match in _TOKENS.finditer(data):
+            token = match.group()
+            if token == b"\\":  # lone backslash at the end: its escaped char is in the next chunk
+                out.append(data[start : match.start()])
+                self._carry = data[match.start() :]
+                return b"".join(out)
+            if token == b'"':
+                self._in_string = not self._in_string
+            elif token == b"NaN" and not self._in_string:
+                out.append(data[start : match.start()])
+                out.append(b"null")
+                start = match.end()
+                self.replaced += 1
+        tail = data[start:]
+        # A token cut by the chunk boundary ("N" or "Na" outside a string) waits for more bytes.
+        if not self._in_string:
+            for cut in (2, 1):
+                if tail.endswith(b"NaN"[:cut]):
+                    out.append(tail[:-cut])
+                    self._carry = tail[-cut:]
+                    return b"".join(out)
+        out.append(tail)
+        return b"".join(out)

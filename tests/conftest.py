@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    """The folder of test fixtures (see fixtures/README.md for sources and licences)."""
+    return FIXTURES
