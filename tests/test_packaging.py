@@ -20,20 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_wheel_installs_into_a_fresh_venv_and_loads_its_data(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "build",
-            "--wheel",
-            "--no-isolation",
-            "--outdir",
-            str(dist),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr + built.stdout
     (wheel,) = dist.glob("mast_annotator-*.whl")
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

@@ -154,3 +154,33 @@ class ProviderTimeout(ProviderError):
         self, message: str, *, provider: str | None = None, status_code: int | None = None
     ) -> None:
         super().__init__(message, provider=provider, status_code=status_code, retryable=True)
+
+
+class VerdictParseError(MastError):
+    """Nothing usable could be read from a judge's answer (neither JSON nor the text format).
+
+    ``raw`` keeps the answer exactly as received, ``problems`` lists what the parser noticed,
+    so a judge can send a short repair request and a user can see what the model wrote.
+
+    >>> err = VerdictParseError("no verdict found", raw="I cannot help with that.")
+    >>> err.raw, isinstance(err, MastError)
+    ('I cannot help with that.', True)
+    """
+
+    def __init__(self, message: str, *, raw: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.problems = list(problems or [])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only constructor: keep raw/problems through pickling (worker processes).
+        return (_rebuild_verdict_parse_error, (self.args, self.__dict__.copy()))
+
+
+def _rebuild_verdict_parse_error(
+    args: tuple[object, ...], state: dict[str, object]
+) -> VerdictParseError:
+    err = VerdictParseError.__new__(VerdictParseError)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
