@@ -20,10 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_wheel_installs_into_a_fresh_venv_and_loads_its_data(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    built = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    command = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)]
+    built = subprocess.run([*command, str(ROOT)], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr + built.stdout
     (wheel,) = dist.glob("mast_annotator-*.whl")
     env_dir = tmp_path / "venv"

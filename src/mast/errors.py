@@ -92,7 +92,8 @@ class ProviderError(MastError):
     HTTP status when there was one, and ``retryable`` says whether trying again later can
     help (rate limits, timeouts, 5xx) so a runner can decide without parsing messages.
 
-    >>> err = RateLimitError("openai: HTTP 429", provider="openai", status_code=429, retry_after=2.0)
+    >>> err = RateLimitError("openai: HTTP 429", provider="openai", status_code=429,
+    ...                      retry_after=2.0)
     >>> isinstance(err, ProviderError), err.retryable, err.retry_after
     (True, True, 2.0)
     """
