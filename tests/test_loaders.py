@@ -8,6 +8,7 @@ import pytest
 
 import mast
 from mast.loaders import TraceLoadWarning, formats
+from mast.segment import SegmentationWarning
 from mast.trace import Outcome, StepKind
 
 # --- AG2 ---------------------------------------------------------------------------------
@@ -184,7 +185,8 @@ def test_trace_json_round_trip(tmp_path: Path, fixtures: Path) -> None:
 def test_plain_text_is_one_unsegmented_step(tmp_path: Path) -> None:
     path = tmp_path / "run.log"
     path.write_text("agent A: hello\nagent B: hi\n")
-    trace = mast.load_trace(path)
+    with pytest.warns(SegmentationWarning, match="no known log format markers"):
+        trace = mast.load_trace(path)
     assert trace.format == "text" and trace.id == "run"
     assert not trace.segmented and len(trace.steps) == 1
     assert trace.steps[0].content == path.read_text()

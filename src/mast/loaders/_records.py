@@ -170,10 +170,14 @@ def _from_log(text: str, *, framework: str | None, **fields: Any) -> Trace:
     metadata = dict(fields.pop("metadata", {}))
     if seg.reason:
         metadata["segmentation"] = seg.reason
+    if seg.metadata:
+        metadata["segmentation_info"] = seg.metadata
+    success = seg.metadata.get("evaluation_success")  # AppWorld logs end with their evaluation
     return Trace(
         steps=seg.steps,
         segmented=seg.segmented,
-        task=getattr(seg, "task", None),
+        task=seg.task,
+        outcome=_outcome(success if isinstance(success, bool) else None),
         metadata=metadata,
         **fields,
     )
