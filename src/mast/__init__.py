@@ -5,10 +5,36 @@
 'Step Repetition'
 """
 
-from mast import datasets
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from mast import datasets, itbench
 from mast._version import __version__
-from mast.errors import LabelMappingError, MastError, TaxonomyError, TraceFormatError
+from mast.annotation import Annotation
+from mast.errors import (
+    AuthError,
+    ContextLengthError,
+    DatasetAccessError,
+    DatasetChecksumError,
+    DatasetError,
+    DatasetUnavailableError,
+    FewShotError,
+    GroundTruthError,
+    LabelMappingError,
+    MastError,
+    MissingDependencyError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    StatsInputError,
+    TaxonomyError,
+    TraceFormatError,
+    VerdictParseError,
+)
+from mast.fewshot import FewShotExample, load_examples, select_examples
+from mast.heuristic import heuristic_verdict
+from mast.judge import Judge
 from mast.loaders import load_trace, load_traces
+from mast.segment import SegmentationWarning
 from mast.taxonomy import (
     FailureMode,
     LabelVersion,
@@ -17,25 +43,118 @@ from mast.taxonomy import (
     load_taxonomy,
 )
 from mast.trace import FailureVector, LabelSource, Outcome, Step, StepKind, Trace
+from mast.usage import Usage
+from mast.verdict import (
+    Evidence,
+    Finding,
+    Verdict,
+    ground,
+    parse_response,
+    verdict_json_schema,
+)
+
+if _TYPE_CHECKING:
+    from mast import agree as agree
+    from mast import stats as stats
+    from mast.agree import (
+        AgreementReport,
+        AmongReport,
+        VersionReport,
+        agreement,
+        agreement_among,
+        agreement_by_version,
+        labels_of,
+    )
+
+# Agreement needs numpy and pandas: load it on first use so that `import mast` stays fast.
+# (The implementation lives in `mast.agree`, not `mast.agreement`: a submodule named like
+# the function would replace `mast.agreement` as soon as anything imported from it.)
+_LAZY = {
+    "AgreementReport": "mast.agree",
+    "AmongReport": "mast.agree",
+    "VersionReport": "mast.agree",
+    "agree": None,
+    "agreement": "mast.agree",
+    "agreement_among": "mast.agree",
+    "agreement_by_version": "mast.agree",
+    "labels_of": "mast.agree",
+    "stats": None,
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mast' has no attribute {name!r}")
+    import importlib
+
+    owner = _LAZY[name]
+    value = (
+        importlib.import_module(f"mast.{name}")
+        if owner is None
+        else getattr(importlib.import_module(owner), name)
+    )
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
+    "AgreementReport",
+    "AmongReport",
+    "Annotation",
+    "AuthError",
+    "ContextLengthError",
+    "DatasetAccessError",
+    "DatasetChecksumError",
+    "DatasetError",
+    "DatasetUnavailableError",
+    "Evidence",
     "FailureMode",
     "FailureVector",
+    "FewShotError",
+    "FewShotExample",
+    "Finding",
+    "GroundTruthError",
+    "Judge",
     "LabelMappingError",
     "LabelSource",
     "LabelVersion",
     "MastError",
+    "MissingDependencyError",
     "Outcome",
+    "ProviderError",
+    "ProviderTimeout",
+    "RateLimitError",
+    "SegmentationWarning",
+    "StatsInputError",
     "Step",
     "StepKind",
     "Taxonomy",
     "TaxonomyError",
     "Trace",
     "TraceFormatError",
+    "Usage",
+    "Verdict",
+    "VerdictParseError",
+    "VersionReport",
     "__version__",
+    "agreement",
+    "agreement_among",
+    "agreement_by_version",
     "datasets",
+    "ground",
+    "heuristic_verdict",
+    "itbench",
+    "labels_of",
+    "load_examples",
     "load_label_version",
     "load_taxonomy",
     "load_trace",
     "load_traces",
+    "parse_response",
+    "select_examples",
+    "verdict_json_schema",
 ]

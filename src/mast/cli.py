@@ -76,13 +76,16 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="auto", help="trace format (default: detect)")
     p.set_defaults(handler=_cmd_inspect)
 
-    for register in _EXTRA_COMMANDS:
+    for register in _extra_commands():
         register(sub)
     return parser
 
 
-# Subcommands that live with their feature (annotate, agree, demo…) add themselves here.
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    """Subcommands that live with their feature register themselves through this list."""
+    from mast.demo import register as register_demo
+
+    return [register_demo]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -78,10 +78,30 @@ class LabelMappingError(MastError):
     """A human label could not be matched to any mode of its taxonomy version."""
 
 
+class GroundTruthError(MastError):
+    """An ITBench ground-truth file is missing, unreadable or has no root cause to score."""
+
+
 class MissingDependencyError(MastError, ImportError):
     """An optional package mast needs for this feature is not installed.
 
     The message ends with the exact ``pip install`` line that fixes it.
+    """
+
+
+class StatsInputError(MastError, ValueError):
+    """Input to a statistic or an agreement report is malformed (shape, labels, options).
+
+    A :class:`ValueError` too, so ``except ValueError`` keeps working. Data on which a
+    statistic is merely undefined (a mode nobody flagged) is not an error: that gives an
+    ``UndefinedMetricWarning`` and NaN.
+
+    >>> from mast import stats
+    >>> try:
+    ...     stats.cohen_kappa([1, 0], [1])
+    ... except StatsInputError as exc:
+    ...     print(exc)
+    y1 and y2 must have the same length; got 2 and 1 labels
     """
 
 
@@ -185,3 +205,64 @@ def _rebuild_verdict_parse_error(
     Exception.__init__(err, *args)
     err.__dict__.update(state)
     return err
+
+
+class FewShotError(MastError):
+    """A few-shot example file is unreadable, malformed, or inconsistent with the taxonomy."""
+
+
+class DatasetError(MastError):
+    """A public dataset could not be fetched, or the file fetched is not the one expected.
+
+    The attributes name what was tried: ``dataset`` (mast's name for it), ``repo_id``,
+    ``revision``, ``filename`` (path in the repository) and ``url``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        dataset: str | None = None,
+        repo_id: str | None = None,
+        revision: str | None = None,
+        filename: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.dataset = dataset
+        self.repo_id = repo_id
+        self.revision = revision
+        self.filename = filename
+        self.url = url
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only attributes: keep them through pickling (worker processes).
+        return (_rebuild_dataset_error, (type(self), self.args, self.__dict__.copy()))
+
+
+def _rebuild_dataset_error(
+    cls: type[DatasetError], args: tuple[object, ...], state: dict[str, object]
+) -> DatasetError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class DatasetUnavailableError(DatasetError):
+    """A dataset file could not be had: offline and not cached, Hub unreachable, or not there."""
+
+
+class DatasetAccessError(DatasetUnavailableError):
+    """The Hub refused access (HTTP 401/403): a gated or private dataset, or a bad token."""
+
+
+class DatasetChecksumError(DatasetError):
+    """A dataset file's SHA-256 differs from the checksum recorded for its revision.
+
+    ``expected`` and ``actual`` are hex SHA-256 digests. The bad file has already been removed
+    from the cache when this is raised, so it is never read or reused.
+    """
+
+    expected: str = ""
+    actual: str = ""

@@ -11,15 +11,16 @@ Conventions shared by every function here:
   equal are the same category, so ``True``, ``1`` and ``1.0`` are one category.
 * **Missing values** are ``None``, NaN (Python or numpy) and ``pandas.NA``.  Two-rater
   functions take ``missing="drop"`` (default: drop every pair in which either label is
-  missing) or ``missing="raise"`` (raise ``ValueError`` if any label is missing).
+  missing) or ``missing="raise"`` (raise ``StatsInputError`` if any label is missing).
   Multi-rater functions use whatever ratings each item has; each function says how.
 * **Binary functions** (:func:`confusion_counts`, :func:`accuracy`, :func:`precision`,
   :func:`recall`, :func:`f1`, :func:`specific_agreement`) require labels ``True``/``False``
   (or ``1``/``0``); ``True`` is the positive class ("the failure mode is present").  Every
   other function treats labels as nominal categories, binary being the common case.
 * **Validation.** Malformed input (wrong shape, length mismatch, non-scalar labels,
-  non-binary labels where binary is required, bad option values) raises ``ValueError``
-  naming what was received and what was expected.
+  non-binary labels where binary is required, bad option values) raises
+  :class:`~mast.errors.StatsInputError` (a :class:`~mast.errors.MastError` and a
+  ``ValueError``) naming what was received and what was expected.
 * **Undefined values.** When a statistic is mathematically undefined (a 0/0) the function
   emits :class:`UndefinedMetricWarning` and returns ``replace_undefined_by`` (default NaN).
   It never crashes on such data and never silently returns 1.0.  The cases are:
@@ -65,6 +66,8 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+
+from mast.errors import StatsInputError
 
 __all__ = [
     "ConfusionCounts",
@@ -182,12 +185,12 @@ def _encode(
         try:
             values = np.asarray(array, dtype=object)
         except ValueError as exc:  # ragged nesting numpy cannot even hold as objects
-            raise ValueError(f"{name} must be {expected}; could not read it: {exc}") from None
+            raise StatsInputError(f"{name} must be {expected}; could not read it: {exc}") from None
         if ndim == 2 and values.ndim == 1 and values.size == 0:
             values = values.reshape(0, 0)
         if values.ndim != ndim:
             ragged = values.ndim == 1 and any(isinstance(v, (list, tuple)) for v in values)
-            raise ValueError(
+            raise StatsInputError(
                 f"{name} must be {expected}; got {type(array).__name__} read as an array of "
                 f"shape {values.shape} ({values.ndim}-D)"
                 + (" because its rows have unequal lengths" if ragged else "")
@@ -202,7 +205,7 @@ def _encode(
                 continue
             if isinstance(value, (tuple, frozenset)) or not isinstance(value, Hashable):
                 where = np.unravel_index(i, values.shape)
-                raise ValueError(
+                raise StatsInputError(
                     f"{name} must contain scalar labels (bool, int, str, ...) or None/NaN; "
                     f"got {value!r} of type {type(value).__name__} at index "
                     f"{tuple(int(w) for w in where) if ndim > 1 else int(where[0])}"
@@ -218,7 +221,7 @@ def _encode(
 
 def _check_option(name: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
+        raise StatsInputError(f"{name} must be one of {allowed}; got {value!r}")
 
 
 def _pairs(
@@ -228,13 +231,13 @@ def _pairs(
     _check_option("missing", missing, ("drop", "raise"))
     (a, b), categories = _encode((y1, y2), ("y1", "y2"), ndim=1)
     if a.shape != b.shape:
-        raise ValueError(
+        raise StatsInputError(
             f"y1 and y2 must have the same length; got {a.shape[0]} and {b.shape[0]} labels"
         )
     complete = (a >= 0) & (b >= 0)
     if missing == "raise" and not complete.all():
         first = int(np.flatnonzero(~complete)[0])
-        raise ValueError(
+        raise StatsInputError(
             f"{int((~complete).sum())} of {a.shape[0]} pairs have a missing label (first at "
             f"index {first}) and missing='raise'; pass missing='drop' to ignore such pairs"
         )
@@ -250,7 +253,7 @@ def _counts(y1: LabelsLike, y2: LabelsLike, missing: Missing, what: str) -> Conf
     a, b, categories = _pairs(y1, y2, missing)
     for value in categories:
         if not _is_binary_label(value):
-            raise ValueError(
+            raise StatsInputError(
                 f"{what} needs binary labels (True/False or 1/0, True = positive); got "
                 f"{value!r}. Map the labels to booleans first, e.g. [x == 'yes' for x in y]."
             )
@@ -279,18 +282,20 @@ def _n_categories(observed: Sequence[Hashable], categories: Sequence[Hashable] |
     if categories is None:
         return 2 if all(_is_binary_label(v) for v in observed) else len(observed)
     if isinstance(categories, (str, bytes)) or not isinstance(categories, Sequence):
-        raise ValueError(f"categories must be a sequence of labels or None; got {categories!r}")
+        raise StatsInputError(
+            f"categories must be a sequence of labels or None; got {categories!r}"
+        )
     try:
         allowed = set(categories)
     except TypeError:
-        raise ValueError(f"categories must hold hashable labels; got {categories!r}") from None
+        raise StatsInputError(f"categories must hold hashable labels; got {categories!r}") from None
     if len(allowed) != len(categories) or any(_is_missing(c) for c in allowed):
-        raise ValueError(
+        raise StatsInputError(
             f"categories must list distinct, non-missing labels; got {list(categories)!r}"
         )
     unknown = [v for v in observed if v not in allowed]
     if unknown:
-        raise ValueError(
+        raise StatsInputError(
             f"labels {unknown!r} are not among categories={list(categories)!r}; "
             "add them to categories or fix the labels"
         )
@@ -300,7 +305,7 @@ def _n_categories(observed: Sequence[Hashable], categories: Sequence[Hashable] |
 def _check_confidence(confidence: float) -> float:
     valid = isinstance(confidence, numbers.Real) and not isinstance(confidence, bool)
     if not (valid and 0.0 < confidence < 1.0):
-        raise ValueError(
+        raise StatsInputError(
             f"confidence must be a number strictly between 0 and 1; got {confidence!r}"
         )
     return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
@@ -843,7 +848,7 @@ def krippendorff_alpha(
         alpha = 1 - (n - 1) * (n - sum_c o_cc) / (n**2 - sum_c n_c**2)
 
     Only ``level="nominal"`` is supported (binary labels are nominal); any other level
-    raises ``ValueError`` rather than silently computing something else.  Undefined
+    raises ``StatsInputError`` rather than silently computing something else.  Undefined
     (warning, ``replace_undefined_by``) when no item has two values or all pairable values
     are the same label.
 
@@ -851,7 +856,7 @@ def krippendorff_alpha(
     0.5333333333333333
     """
     if level not in _LEVELS:
-        raise ValueError(
+        raise StatsInputError(
             f"level must be one of {_LEVELS}; got {level!r}. Only nominal alpha is implemented "
             "(binary labels are nominal); ordinal, interval and ratio levels are not."
         )

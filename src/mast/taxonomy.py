@@ -171,13 +171,47 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     ``taxonomy/mast.yaml``; unknown keys, duplicate codes and undeclared categories raise
     :class:`~mast.errors.TaxonomyError`.
 
+    A bundled taxonomy can be named instead of given as a path: a string made only of
+    letters, digits, ``-`` and ``_`` that is not an existing file is looked up as
+    ``taxonomy/<name>.yaml`` among the bundled ones (see :func:`bundled_taxonomies`), so
+    ``load_taxonomy("sre")`` gives the SRE flavour. Anything else is read as a file path.
+
     >>> load_taxonomy().codes == ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2",
     ...                           "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
     True
+    >>> load_taxonomy("sre").name
+    'MAST-SRE'
     """
     if path is None:
         return _bundled_taxonomy()
+    if isinstance(path, str) and _BUNDLED_NAME.fullmatch(path) and not Path(path).exists():
+        if path not in bundled_taxonomies():
+            raise TaxonomyError(
+                f"no bundled taxonomy {path!r} and no file of that name: use one of "
+                f"{bundled_taxonomies()} or the path of a YAML file shaped like "
+                "taxonomy/mast.yaml"
+            )
+        return _bundled_named(path)
     return _load_taxonomy_file(Path(path))
+
+
+_BUNDLED_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def bundled_taxonomies() -> list[str]:
+    """Names accepted by ``load_taxonomy(name)``: the bundled ``taxonomy/*.yaml`` files.
+
+    >>> {"mast", "sre"} <= set(bundled_taxonomies())
+    True
+    """
+    return sorted(p.stem for p in data_dir("taxonomy").glob("*.yaml"))
+
+
+@cache
+def _bundled_named(name: str) -> Taxonomy:
+    if name == "mast":
+        return _bundled_taxonomy()
+    return _load_taxonomy_file(data_dir("taxonomy") / f"{name}.yaml")
 
 
 @cache

@@ -4,9 +4,17 @@
 folder, a glob pattern or a list of those. ``format="auto"`` detects the format from the
 content (not the file name); see :func:`formats` for the names you can pass instead.
 
+Detection, in order: a file whose first 8 lines are events of one session (Codex rollout,
+``codex exec --json``, Claude Code, OTLP spans) is read as that session (one trace per
+file, or per trace id for spans); other JSON Lines files hold one trace per line (or one
+chat per file); JSON files are one trace, an array of traces, or an OTLP document; the
+rest is text. An ITBench trial folder (see :func:`mast.itbench.is_run_folder`) is one
+trace; ``load_traces(folder)`` yields each trial folder below it as one trace and every
+other trace file as usual.
+
 >>> from mast.loaders import formats
->>> sorted(formats())[:3]
-['ag2', 'chat', 'jsonl']
+>>> sorted(formats())[:4]
+['ag2', 'chat', 'claude-code', 'codex']
 """
 
 from __future__ import annotations
@@ -14,15 +22,18 @@ from __future__ import annotations
 import glob as _glob
 import json
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 import ijson
 
+from mast import itbench as _itbench_api
 from mast.errors import TraceFormatError
+from mast.loaders import _claude_code, _codex, _otel
 from mast.loaders._nanjson import NanToNullReader
 from mast.loaders._records import CONVERTERS, LabelMappingWarning, classify
+from mast.loaders._session import Line, read_documents, read_lines, sniff_session
 from mast.segment import segment
 from mast.trace import Trace
 
@@ -37,8 +48,26 @@ _FORMATS: dict[str, str] = {
     "whoandwhen": "Who&When JSON: 'history' with 'mistake_agent' / 'mistake_step'",
     "chat": "OpenAI-style chat messages: a list, {'messages': [...]}, or JSONL of messages",
     "mast": "a Trace written by mast (Trace.model_dump_json())",
+    "otel": "OpenTelemetry spans (OTLP JSON or span records, GenAI or OpenInference "
+    "attributes): one trace per trace id",
+    "codex": "Codex CLI session JSONL (rollout-*.jsonl, session.jsonl): one trace per file",
+    "codex-exec": "`codex exec --json` event stream (JSONL, stderr lines allowed): one trace",
+    "claude-code": "Claude Code session JSONL (~/.claude/projects/…): one trace per file",
+    "itbench": "ITBench SRE trial folder <incident>/<trial>/ with sessions, agent_output.json "
+    "and ground truth: one trace with a scored outcome",
     "jsonl": "JSON Lines, one trace per line in any of the JSON shapes above",
     "text": "plain text log: split into steps where a framework segmenter applies",
+}
+
+# Shapes one JSON record can have (listed when a record has none of them).
+_RECORD_FORMATS = ("mad-full", "mad-human", "ag2", "whoandwhen", "chat", "mast", "otel")
+
+# Formats whose files are the events of one run: converted whole, not record by record.
+_SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {
+    "otel": _otel.convert,
+    "codex": _codex.rollout,
+    "codex-exec": _codex.exec_stream,
+    "claude-code": _claude_code.session,
 }
 
 _SNIFF_BYTES = 64 * 1024
@@ -57,6 +86,10 @@ def formats() -> dict[str, str]:
 def load_trace(path: str | Path, format: str = "auto") -> Trace:
     """Load the single trace in ``path``.
 
+    ``path`` may also be an ITBench trial folder ``<incident>/<trial>/``: its outcome is
+    scored against the ground truth found beside it (use :func:`mast.itbench.load_run` to
+    pass ground truth or a success rule explicitly).
+
     Raises :class:`TraceFormatError` when the file cannot be read as ``format`` or holds
     more than one trace (use :func:`load_traces` for those).
 
@@ -64,6 +97,24 @@ def load_trace(path: str | Path, format: str = "auto") -> Trace:
     >>> trace = load_trace("tests/fixtures/ag2/AG2_trace1.json")  # doctest: +SKIP
     """
     path = Path(path)
+    if path.is_dir():
+        if format in ("auto", "itbench") and _itbench_api.is_run_folder(path):
+            return _itbench_api.load_run(path)
+        raise TraceFormatError(
+            "is a folder, not a trace file or an ITBench trial folder",
+            path=path,
+            format=format,
+            expected="a file, or a folder holding agent_output.json (or a Codex session "
+            "file with ground_truth.yaml beside it)",
+            hint="Use mast.load_traces(folder) to read every trace in a folder",
+        )
+    if format == "itbench":
+        raise TraceFormatError(
+            "format 'itbench' reads trial folders, not files",
+            path=path,
+            format=format,
+            hint="Pass the <incident>/<trial>/ folder",
+        )
     traces = _read_file(path, format)
     first = next(traces, None)
     if isinstance(first, TraceFormatError):
@@ -100,8 +151,10 @@ def load_traces(
     """
     if on_error not in ("raise", "warn", "skip"):
         raise ValueError(f"on_error must be 'raise', 'warn' or 'skip', got {on_error!r}")
-    for path in _expand(source):
-        for item in _read_file(path, format):
+    runs = format in ("auto", "itbench")
+    for path in _expand(source, runs=runs):
+        items = _read_run(path) if path.is_dir() else _read_file(path, format)
+        for item in items:
             if isinstance(item, Trace):
                 yield item
                 continue
@@ -113,7 +166,9 @@ def load_traces(
                 warnings.warn(str(item), TraceLoadWarning, stacklevel=2)
 
 
-def _expand(source: str | Path | Iterable[str | Path]) -> Iterator[Path]:
+def _expand(source: str | Path | Iterable[str | Path], *, runs: bool = False) -> Iterator[Path]:
+    """Trace files to read, and (with ``runs``) ITBench trial folders, which are one trace
+    each: their session and diagnosis files are not yielded separately."""
     if isinstance(source, (str, Path)):
         sources: Iterable[str | Path] = [source]
     else:
@@ -121,20 +176,42 @@ def _expand(source: str | Path | Iterable[str | Path]) -> Iterator[Path]:
     for item in sources:
         path = Path(item)
         if path.is_dir():
-            yield from sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and p.suffix.lower() in _TRACE_SUFFIXES
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            yield from sorted(_walk(path, path, runs))
         elif path.exists():
             yield path
         else:
             matches = sorted(_glob.glob(str(item), recursive=True))
             if not matches:
                 raise FileNotFoundError(f"no trace file, folder or glob match for {str(item)!r}")
-            yield from (Path(m) for m in matches if Path(m).is_file())
+            for match in matches:
+                candidate = Path(match)
+                if candidate.is_file() or (runs and _itbench_api.is_run_folder(candidate)):
+                    yield candidate
+
+
+def _walk(folder: Path, root: Path, runs: bool, seen: set[Path] | None = None) -> Iterator[Path]:
+    seen = set() if seen is None else seen
+    real = folder.resolve()
+    if real in seen:  # a symlink loop
+        return
+    seen.add(real)
+    if runs and _itbench_api.is_run_folder(folder):
+        yield folder
+        return
+    for child in folder.iterdir():
+        if child.name.startswith("."):
+            continue
+        if child.is_dir():
+            yield from _walk(child, root, runs, seen)
+        elif child.is_file() and child.suffix.lower() in _TRACE_SUFFIXES:
+            yield child
+
+
+def _read_run(folder: Path) -> Iterator[Trace | TraceFormatError]:
+    try:
+        yield _itbench_api.load_run(folder)
+    except TraceFormatError as exc:
+        yield exc
 
 
 # --- reading one file -------------------------------------------------------------------
@@ -160,7 +237,18 @@ def _read_file(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
             expected="a UTF-8 text file (JSON, JSON Lines or a plain-text log)",
         )
         return
-    kind = format if format != "auto" else _sniff(head)
+    if format == "itbench":
+        yield TraceFormatError(
+            "format 'itbench' reads trial folders, not files", path=path, format=format
+        )
+        return
+    if format == "auto":
+        kind = sniff_session(head, whole_file=len(head) < _SNIFF_BYTES) or _sniff(head)
+    else:
+        kind = format
+    if kind in _SESSION_CONVERTERS:
+        yield from _read_session(path, kind)
+        return
     try:
         if kind == "text":
             yield _tag(_read_text(path), path, "text", None)
@@ -208,11 +296,14 @@ def _read_text(path: Path) -> Trace:
     seg = segment(text)
     return Trace(
         id=path.stem,
-        task=getattr(seg, "task", None),
+        task=seg.task,
         steps=seg.steps,
         segmented=seg.segmented,
         system=seg.framework,
-        metadata={"segmentation": seg.reason} if seg.reason else {},
+        metadata={
+            **({"segmentation": seg.reason} if seg.reason else {}),
+            **({"segmentation_info": seg.metadata} if seg.metadata else {}),
+        },
     )
 
 
@@ -261,6 +352,9 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
         try:
             record = json.loads(handle.read().decode("utf-8"))
         except ValueError as exc:
+            if format in (None, "otel") and "Extra data" in str(exc) and _concatenated_spans(path):
+                yield from _read_session(path, "otel")  # ConsoleSpanExporter output
+                return
             yield TraceFormatError(
                 f"not valid JSON ({exc})",
                 path=path,
@@ -268,7 +362,54 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
                 expected="a JSON object",
             )
             return
+    if format is None and classify(record) is None and _otel.is_document(record):
+        yield from _convert_session([(1, record)], path, "otel")
+        return
     yield _convert(record, format, path, None)
+
+
+def _concatenated_spans(path: Path) -> bool:
+    try:
+        first = next(read_documents(path.read_text(encoding="utf-8-sig", errors="replace")))
+    except (ValueError, StopIteration):
+        return False
+    return _otel.is_document(first)
+
+
+def _read_session(path: Path, kind: str) -> Iterator[Trace | TraceFormatError]:
+    """A session-shaped file: all its lines (or, for spans, its JSON documents) at once."""
+    lines = read_lines(path)
+    if kind == "otel" and not any(isinstance(v, (dict, list)) for _, v in lines):
+        # Not JSON Lines: one pretty-printed document, or several written one after another.
+        try:
+            text = path.read_text(encoding="utf-8-sig", errors="replace")
+            lines = [(1, value) for value in read_documents(text)]
+        except ValueError as exc:
+            yield TraceFormatError(
+                f"not valid JSON ({exc})", path=path, format=kind, expected=_FORMATS[kind]
+            )
+            return
+    yield from _convert_session(lines, path, kind)
+
+
+def _convert_session(
+    lines: list[Line], path: Path, kind: str
+) -> Iterator[Trace | TraceFormatError]:
+    try:
+        traces = _SESSION_CONVERTERS[kind](lines)
+    except TraceFormatError as exc:
+        yield _locate(exc, path, kind)
+        return
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        yield TraceFormatError(
+            f"file does not fit the {kind} shape ({type(exc).__name__}: {exc})",
+            path=path,
+            format=kind,
+            expected=_FORMATS[kind],
+        )
+        return
+    for trace in traces:
+        yield _tag(trace, path, kind, f"trace {trace.id}" if len(traces) > 1 else None)
 
 
 def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceFormatError]:
@@ -279,6 +420,14 @@ def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceForma
         index = -1
         try:
             for index, record in enumerate(items):
+                if (
+                    first
+                    and format is None
+                    and classify(record) is None
+                    and (_otel.is_span_record(record) or _otel.is_document(record))
+                ):
+                    yield from _read_session(path, "otel")  # a JSON array of spans
+                    return
                 if first and _is_message_list_start(record) and format in (None, "chat"):
                     # A bare list of chat messages is one trace, not one trace per item.
                     yield from _read_message_array(path)
@@ -321,7 +470,7 @@ def _convert(
             location=location,
             format="auto",
             expected="one of: "
-            + "; ".join(f"{k}: {v}" for k, v in _FORMATS.items() if k not in ("jsonl", "text")),
+            + "; ".join(f"{k}: {v}" for k, v in _FORMATS.items() if k in _RECORD_FORMATS),
             hint="Name the format with format=... or convert the file to chat messages",
         )
     try:

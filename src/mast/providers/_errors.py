@@ -1,0 +1,174 @@
+"""The one place where SDK exceptions become :class:`~mast.errors.ProviderError`\\ s.
+
+Both official SDKs raise errors with the same anatomy (``status_code``, ``response.headers``,
+a ``body`` with the server's error object, timeout and connection classes), so one
+duck-typed translator serves them all and keeps every provider module free of error code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from mast.errors import (
+    AuthError,
+    ContextLengthError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+)
+
+# Wordings providers use when the prompt is too long (OpenAI, Anthropic, vLLM, Ollama, LiteLLM).
+_CONTEXT_PATTERNS = re.compile(
+    r"context[_ ]length|context window|maximum context|prompt is too long|input is too long"
+    r"|too many tokens|reduce the length|exceeds? the (?:model'?s? )?max",
+    re.IGNORECASE,
+)
+_MAX_DETAIL = 400
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _detail(exc: BaseException, secret: str | None) -> str:
+    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        # Prefer the server's own words over the SDK's "Error code: 429 - {…}" wrapper.
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str) and err["message"]:
+            text = str(err["message"])
+    if secret:
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 1] + "…"
+
+
+def _error_code(exc: BaseException) -> str | None:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            for key in ("code", "type"):
+                if isinstance(err.get(key), str):
+                    return str(err[key])
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) else None
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Read ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date) as seconds.
+
+    >>> retry_after_seconds({"retry-after": "7"}), retry_after_seconds({"retry-after-ms": "250"})
+    (7.0, 0.25)
+    """
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def translate_error(
+    exc: BaseException, *, provider: str, model: str, env_var: str, secret: str | None = None
+) -> ProviderError:
+    """Map an SDK (or asyncio) exception to the ``ProviderError`` subclass that fits it.
+
+    The caller raises the result ``from exc`` so the original stays in the traceback.
+    ``secret`` (the API key) is scrubbed from the message in case a server echoes it.
+    """
+    where = f"{provider}/{model}"
+    detail = _detail(exc, secret)
+    names = _class_names(exc)
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    response: Any = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    code = _error_code(exc)
+
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or any(
+        "Timeout" in n for n in names if status is None
+    ):
+        return ProviderTimeout(
+            f"{where}: no answer within the timeout ({detail}); raise timeout= or retry later",
+            provider=provider,
+        )
+    if isinstance(exc, ValueError):
+        return ProviderError(
+            f"{where}: the server's answer was not valid JSON ({detail})",
+            provider=provider,
+            retryable=True,
+        )
+    if status is None:
+        retryable = any("Connection" in n for n in names)
+        return ProviderError(
+            f"{where}: request failed before an HTTP answer ({type(exc).__name__}: {detail})",
+            provider=provider,
+            retryable=retryable,
+        )
+    if status in (401, 403):
+        return AuthError(
+            f"{where}: the provider refused the credentials (HTTP {status}: {detail}). "
+            f"Check the {env_var} environment variable or the api_key argument",
+            provider=provider,
+            status_code=status,
+        )
+    if status == 429:
+        if code == "insufficient_quota":
+            return ProviderError(
+                f"{where}: the account has no quota left (HTTP 429 insufficient_quota: "
+                f"{detail}); add credit or use another key",
+                provider=provider,
+                status_code=status,
+            )
+        wait = retry_after_seconds(headers)
+        hint = f"; the server asks to retry after {wait:g}s" if wait is not None else ""
+        return RateLimitError(
+            f"{where}: rate limited (HTTP 429: {detail}){hint}",
+            provider=provider,
+            status_code=status,
+            retry_after=wait,
+        )
+    if status in (400, 413, 422) and (
+        code == "context_length_exceeded" or _CONTEXT_PATTERNS.search(detail)
+    ):
+        return ContextLengthError(
+            f"{where}: the prompt does not fit the model's context window (HTTP {status}: "
+            f"{detail}); pass a smaller context_tokens= to annotate in windows",
+            provider=provider,
+            status_code=status,
+        )
+    if status == 408 or status >= 500:
+        return ProviderError(
+            f"{where}: server error (HTTP {status}: {detail}); retrying later may help",
+            provider=provider,
+            status_code=status,
+            retryable=True,
+        )
+    return ProviderError(
+        f"{where}: the request was rejected (HTTP {status}: {detail})",
+        provider=provider,
+        status_code=status,
+        retryable=status == 409,
+    )
