@@ -377,7 +377,8 @@ def test_sre_taxonomy_by_name_and_path(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_failure_analysis_by_outcome_with_the_heuristic_judge(runs: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     from mast.heuristic import heuristic_verdict
 
     tax = mast.load_taxonomy("sre")
@@ -422,3 +423,16 @@ def test_docstring_examples_run() -> None:
     for module in (mast.itbench, _session):
         result = doctest.testmod(module, raise_on_error=False)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_one_call_reads_every_kind_of_source(runs: Path, fixtures: Path) -> None:
+    traces = list(
+        mast.load_traces(
+            [
+                fixtures / "codex" / "exec_stream.jsonl",
+                fixtures / "claude_code" / "5c1d3f7e-2a4b-4c6d-8e9f-0a1b2c3d4e5f.jsonl",
+                runs / "Scenario-2" / "1",
+            ]
+        )
+    )
+    assert [t.format for t in traces] == ["codex-exec", "claude-code", "itbench"]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk", reason="test extra: pip install opentelemetry-sdk")
-
+# Test extras (pyproject [test]): opentelemetry-sdk, opentelemetry-exporter-otlp-json-file,
+# opentelemetry-exporter-otlp-proto-common, openinference-semantic-conventions.
 from google.protobuf import json_format
 from openinference.semconv.trace import (
     MessageAttributes,

@@ -259,7 +259,7 @@ _RATIONALES = ["", " - the tester repeats itself in [s4]", " (see 1.3)", ". Nobo
 def _answers(draw: st.DrawFn) -> tuple[str, dict[str, bool | None]]:
     states = {c: draw(st.sampled_from(["yes", "no", "omit", "unsure"])) for c in CODES}
     order = draw(st.permutations(CODES))
-    one_line = draw(st.booleans())
+    layout = draw(st.sampled_from(["lines", "one_line", "table", "headings"]))
     bullet = draw(st.sampled_from(["", "- ", "* ", "• ", "1. "]))
     header = draw(st.booleans())
     items: list[str] = []
@@ -270,13 +270,21 @@ def _answers(draw: st.DrawFn) -> tuple[str, dict[str, bool | None]]:
         answer = draw(st.sampled_from({"yes": _YES, "no": _NO, "unsure": _UNSURE}[state]))
         names = [*_NAMES[code], *([_TEMPLATE[code]] if code in _TEMPLATE else [])]
         name = draw(st.sampled_from(["", *names]))
-        sep = draw(st.sampled_from([": ", " - ", " – "] + ([" "] if name else [": ", " "])))
-        bold = draw(st.booleans())
-        label = f"{code} {name}".strip()
-        label = f"**{label}**" if bold else label
         rationale = draw(st.sampled_from(_RATIONALES)) if state != "unsure" else ""
-        items.append(f"{'' if one_line else bullet}{label}{sep}{answer}{rationale}")
-    body = (" " if one_line else "\n").join(items)
+        if layout == "table":
+            items.append(f"| {code} | {name} | {answer} | {rationale.strip(' -–.')} |")
+            continue
+        if layout == "headings":
+            items.append(f"#### {code} {name}\nAnswer: {answer}{rationale}\n")
+            continue
+        sep = draw(st.sampled_from([": ", " - ", " – "] + ([" "] if name else [": ", " "])))
+        label = f"{code} {name}".strip()
+        label = f"**{label}**" if draw(st.booleans()) else label
+        prefix = bullet if layout == "lines" else ""
+        items.append(f"{prefix}{label}{sep}{answer}{rationale}")
+    if layout == "table":
+        items.insert(0, "| Code | Mode | Present | Why |\n|---|---|---|---|")
+    body = (" " if layout == "one_line" else "\n").join(items)
     text = f"@@ A. The run has problems. B. no C. {body} @@" if header else f"C.\n{body}"
     expected = {c: {"yes": True, "no": False}.get(states[c]) for c in CODES}
     return text, expected
