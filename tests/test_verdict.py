@@ -372,6 +372,18 @@ def test_from_findings_fills_missing_codes() -> None:
     assert verdict.unknown == [c for c in CODES if c != "1.3"]
 
 
+def test_from_findings_rejects_foreign_codes() -> None:
+    with pytest.raises(ValueError, match="not in"):
+        Verdict.from_findings([Finding(code="9.9", present=True)], codes=CODES, format="json")
+
+
+def test_verdict_serializes_and_validates_back() -> None:
+    verdict = parse_response((RESPONSES / "json_clean.json").read_text())
+    again = Verdict.model_validate_json(verdict.model_dump_json())
+    assert again == verdict
+    assert again.vector.to_dict() == verdict.vector.to_dict()
+
+
 def test_confidence_is_bounded() -> None:
     with pytest.raises(ValueError):
         Finding(code="1.1", present=True, confidence=1.5)

@@ -469,6 +469,9 @@ def _frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 _COUNT = "Int64"  # nullable integers: summary rows have no count where none applies
 
 
+_LABELS = {"kappa": "Cohen's kappa", "fleiss": "Fleiss' kappa"}
+
+
 def _notes(
     frame: pd.DataFrame,
     codes: Sequence[str],
@@ -478,7 +481,8 @@ def _notes(
     main: str,
     raw: Sequence[str],
 ) -> list[str]:
-    """Caveats a reader of the table needs, in words."""
+    """Caveats a reader of the table needs, in words (``main`` is the headline column)."""
+    label = _LABELS.get(main, main)
     notes = []
     if bootstrap == 0:
         notes.append("bootstrap=0: no bootstrap intervals were computed")
@@ -496,19 +500,24 @@ def _notes(
         ]
         if thin:
             notes.append(
-                f"{main} intervals resting on fewer than 95% of the {boot.n_resamples} "
-                f"resamples (the rest had {main} undefined): {', '.join(thin)}"
+                f"{label} intervals rest on fewer than 95% of the {boot.n_resamples} "
+                f"resamples (the others had it undefined): {', '.join(thin)}"
             )
     values = frame.loc[list(codes), main].astype(float)
     undefined = [str(c) for c, v in values.items() if np.isnan(v)]
     if undefined:
         defined = len(codes) - len(undefined)
         notes.append(
-            f"{main} is undefined for {', '.join(undefined)}; the macro row averages the "
+            f"{label} is undefined for {', '.join(undefined)}; the macro row averages the "
             f"{defined} of {len(codes)} modes where it is defined"
             + (
-                f"; {' and '.join(raw)} {'stay' if len(raw) > 1 else 'stays'} defined there "
-                "and measure raw agreement"
+                f"; {' and '.join(raw)} "
+                + (
+                    "stay defined there and measure"
+                    if len(raw) > 1
+                    else "stays defined there and measures"
+                )
+                + " raw agreement"
                 if raw
                 else ""
             )

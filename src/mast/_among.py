@@ -44,6 +44,7 @@ from mast._agree_base import (
 from mast._labels import UNKNOWN, LabelTable, labels_of, natural_key, to_table
 from mast._render import ci_text, json_safe, num, table
 from mast._resample import (
+    binary_metrics,
     bootstrap_intervals,
     multi_features,
     multi_metrics,
@@ -164,7 +165,7 @@ class AmongReport(_Report):
         if mode not in self.modes and mode != VERIFICATION:
             raise StatsInputError(f"mode must be one of {self.modes}; got {mode!r}")
         j = self.modes.index(mode) if mode in self.modes else len(self.modes)
-        return _pairwise(self._cube[:, j : j + 1], self.annotators, _Undefined(), mode)
+        return _pairwise(self._cube[:, j : j + 1], self.annotators)
 
     def _headline(self) -> list[str]:
         p = self.pooled
@@ -253,48 +254,38 @@ class AmongReport(_Report):
         return data
 
 
-def _pairwise(
-    cube: npt.NDArray[np.int8], annotators: Sequence[str], und: _Undefined, row: str
-) -> pd.DataFrame:
-    """Cohen's kappa of each pair of annotators over the cells of ``cube`` (traces x rows x r)."""
+def _pairwise(cube: npt.NDArray[np.int8], annotators: Sequence[str]) -> pd.DataFrame:
+    """Cohen's kappa of each pair of annotators over the cells of ``cube`` (traces x rows x r).
+
+    Computed from each pair's 2x2 counts with the formula of :func:`mast.stats.cohen_kappa`
+    (tests check they agree); undefined pairs (no common cell, no variation) are NaN.
+    """
     r = len(annotators)
-    flat = [_as_labels(cube[:, :, k].ravel()) for k in range(r)]
+    flat = cube.reshape(-1, r)
     matrix = np.full((r, r), np.nan)
     for a in range(r):
         for b in range(a, r):
-            label = f"{row} {annotators[a]}~{annotators[b]}"
-            value = und.call(label, "pairwise kappa", stats.cohen_kappa, flat[a], flat[b])
-            matrix[a, b] = matrix[b, a] = value
+            x, y = flat[:, a], flat[:, b]
+            counts = np.array(
+                [
+                    np.sum((x == 1) & (y == 1)),
+                    np.sum((x == 0) & (y == 1)),
+                    np.sum((x == 1) & (y == 0)),
+                    np.sum((x == 0) & (y == 0)),
+                ],
+                dtype=np.float64,
+            )
+            matrix[a, b] = matrix[b, a] = float(binary_metrics(counts)["kappa"])
     frame: pd.DataFrame = pd.DataFrame(matrix, index=list(annotators), columns=list(annotators))
     return frame
 
 
-def _multi_point(
+def _fleiss(
     row: str, ratings: npt.NDArray[np.int8], und: _Undefined, confidence: float
-) -> dict[str, Any]:
-    """Point estimates for one row from an ``items x raters`` array, via :mod:`mast.stats`."""
+) -> stats.KappaEstimate:
+    """Fleiss' kappa with Gwet's standard error for an ``items x raters`` array (mast.stats)."""
     matrix = [_as_labels(item) for item in ratings]
-    est = und.call(row, "Fleiss' kappa", stats.fleiss_kappa_with_se, matrix, confidence=confidence)
-    alpha = und.call(row, "Krippendorff's alpha", stats.krippendorff_alpha, matrix)
-    ac1 = und.call(row, "AC1", stats.gwet_ac1_multi, matrix, categories=[False, True])
-    known = (ratings >= 0).sum(axis=1)
-    sums = multi_features(ratings).sum(axis=0) if len(ratings) else np.zeros(9)
-    simple = multi_metrics(sums)
-    return {
-        "items": int((known >= 1).sum()),
-        "pairable": int((known >= 2).sum()),
-        "fleiss": est.kappa,
-        "fleiss_se": est.se,
-        "fleiss_wald_low": est.ci_low,
-        "fleiss_wald_high": est.ci_high,
-        "alpha": alpha,
-        "ac1": ac1,
-        "percent_agreement": float(simple["percent_agreement"]),
-        "prevalence": float(simple["prevalence"]),
-        "positives": int((ratings == 1).sum()),
-        "ratings": int(known.sum()),
-        "unscored": int((known < 2).sum()),
-    }
+    return und.call(row, "Fleiss' kappa", stats.fleiss_kappa_with_se, matrix, confidence=confidence)
 
 
 def _rater_tables(
@@ -389,16 +380,8 @@ def agreement_among(
         cube = np.concatenate([cube, _kleene_or(cube[:, j2], cube[:, j3])[:, None, :]], axis=1)
         rows.append(VERIFICATION)
 
-    und = _Undefined()
-    points = {row: _multi_point(row, cube[:, j, :], und, confidence) for j, row in enumerate(rows)}
-    points[POOLED] = _multi_point(POOLED, cube[:, :m, :].reshape(-1, len(names)), und, confidence)
-    pairwise = _pairwise(cube[:, :m], names, und, "all cells")
-    n_items = points[POOLED]["pairable"]
-    und.emit(
-        f"agreement among {', '.join(names)}",
-        None if n_items else "no trace x mode item has two known ratings",
-    )
-
+    # Per trace and row, the additive rating features of that trace (the pooled row adds up
+    # the modes); estimates and bootstrap resamples of alpha and AC1 come from their sums.
     features = multi_features(cube)
     features = np.concatenate([features, features[:, :m].sum(axis=1, keepdims=True)], axis=1)
     boot = bootstrap_intervals(
@@ -409,15 +392,39 @@ def agreement_among(
         rng=np.random.default_rng(seed),
     )
     all_rows = [*rows, POOLED, MACRO]
+    scored = [*rows, POOLED]
     chosen = boot.percentile if ci == "percentile" else boot.bca
-    mode_points = pd.DataFrame([points[c] for c in codes], index=codes)
-    averaged = ("fleiss", "alpha", "ac1", "percent_agreement", "prevalence")
-    points[MACRO] = {
-        **{k: np.nan for k in points[POOLED]},
-        **{k: float(_mean_defined(mode_points[k].to_numpy(dtype=float))) for k in averaged},
-        **{k: pd.NA for k in _MULTI_COUNTS},
-    }
-    frame = pd.DataFrame([points[r] for r in all_rows], index=all_rows)
+    frame = pd.DataFrame(dict(boot.estimate), index=all_rows)
+
+    # Fleiss' kappa and its standard error from mast.stats, per row and over all items.
+    und = _Undefined()
+    blocks = [cube[:, j, :] for j in range(len(rows))] + [cube[:, :m, :].reshape(-1, len(names))]
+    fleiss = [
+        _fleiss(row, block, und, confidence) for row, block in zip(scored, blocks, strict=True)
+    ]
+    mode_fleiss = np.array([f.kappa for f in fleiss[:m]], dtype=np.float64)
+    frame["fleiss"] = [f.kappa for f in fleiss] + [float(_mean_defined(mode_fleiss))]
+    frame["fleiss_se"] = [f.se for f in fleiss] + [np.nan]
+    frame["fleiss_wald_low"] = [f.ci_low for f in fleiss] + [np.nan]
+    frame["fleiss_wald_high"] = [f.ci_high for f in fleiss] + [np.nan]
+    for metric, label in (("alpha", "Krippendorff's alpha"), ("ac1", "AC1")):
+        und.note(label, [r for r in scored if np.isnan(frame.at[r, metric])])
+    pairwise = _pairwise(cube[:, :m], names)
+    known = (cube >= 0).sum(axis=-1)  # known ratings per trace and row
+    known_cells = [known[:, j] for j in range(len(rows))] + [known[:, :m].ravel()]
+    items = [int((k >= 1).sum()) for k in known_cells]
+    pairable = [int((k >= 2).sum()) for k in known_cells]
+    und.emit(
+        f"agreement among {', '.join(names)}",
+        None if pairable[-1] else "no trace x mode item has two known ratings",
+    )
+    positives = (cube == 1).sum(axis=(0, 2)).tolist()
+    ratings = known.sum(axis=0).tolist()
+    frame["items"] = [*items, pd.NA]
+    frame["pairable"] = [*pairable, pd.NA]
+    frame["unscored"] = [len(k) - p for k, p in zip(known_cells, pairable, strict=True)] + [pd.NA]
+    frame["positives"] = [*positives, sum(positives[:m]), pd.NA]
+    frame["ratings"] = [*ratings, sum(ratings[:m]), pd.NA]
     for metric in _MULTI_CI:
         frame[f"{metric}_low"], frame[f"{metric}_high"] = chosen[metric]
     frame["name"] = [_mode_label(r, tax) for r in rows] + ["all cells", "mean over modes"]
@@ -439,7 +446,7 @@ def agreement_among(
             name: {row: int((cube[present[name], j, k] < 0).sum()) for j, row in enumerate(rows)}
             for k, name in enumerate(names)
         },
-        {row: int(frame.loc[row, "unscored"]) for row in rows},
+        {row: int(frame.at[row, "unscored"]) for row in rows},
     )
     p = frame.loc[POOLED]
     pooled = AmongPooled(
@@ -451,7 +458,7 @@ def agreement_among(
         alpha_low=float(p["alpha_low"]),
         alpha_high=float(p["alpha_high"]),
         ac1=float(p["ac1"]),
-        n_items=int(n_items),
+        n_items=pairable[-1],
         n_traces=len(ids),
     )
     summary_rows = [r for r in (VERIFICATION, POOLED, MACRO) if r in frame.index]

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mast.taxonomy import Taxonomy
@@ -126,7 +125,6 @@ class TextReading:
     task_completed: bool | None = None
     summary: str | None = None
     problems: list[str] = field(default_factory=list)
-    anchors_found: int = 0
 
     @property
     def readable(self) -> bool:
@@ -212,7 +210,6 @@ def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextRead
     c_marker = _find_c_marker(text, known)
     region_start = c_marker[1] if c_marker else 0
     anchors = _find_anchors(text, region_start, names)
-    reading.anchors_found = len(anchors)
     head_end = c_marker[0] if c_marker else (anchors[0].start if anchors else len(text))
     _read_head(text[:head_end], reading)
     if anchors:
@@ -359,12 +356,14 @@ def _read_slot(rest: str, *, task_line: bool) -> _Slot:
         nested = _read_slot(below.lstrip(" \t-*>:"), task_line=task_line)
         if nested[1] != "missing":
             return nested
-    labelled = [next(g for g in m.groups() if g) for m in _ANY_LABEL.finditer(rest)]
+    labelled = [_read_labelled(rest, m) for m in _ANY_LABEL.finditer(rest)]
     if labelled:
-        values = {w.lower() in _TRUE for w in labelled}
-        if len(values) > 1:
+        for slot in labelled:
+            if slot[1] != "ok":
+                return slot[0], slot[1], slot[2], why
+        if len({slot[0] for slot in labelled}) > 1:
             return None, "ambiguous", "gave both yes and no", why
-        return values.pop(), "ok", "", why
+        return labelled[0][0], "ok", "", why
     if task_line:
         if _TASK_NOT_DONE.search(rest):
             return False, "ok", "", why
@@ -378,6 +377,17 @@ def _read_slot(rest: str, *, task_line: bool) -> _Slot:
     if rest.strip():
         return None, "missing", "no yes/no answer found", why
     return None, "missing", "no answer given", ""
+
+
+def _read_labelled(rest: str, label: re.Match[str]) -> _Slot:
+    # "Answer: yes" / "→ yes" / "(yes)": read the word after the label like a first word,
+    # so that "Answer: yes/no" stays ambiguous.
+    group = next(i for i, g in enumerate(label.groups(), start=1) if g)
+    tail = rest[label.start(group) :]
+    first = _ANSWER.match(tail)
+    if first is None:  # cannot happen: the label's group is an answer word
+        return None, "missing", "no yes/no answer found", ""
+    return _read_first_word(tail, first)
 
 
 def _read_first_word(rest: str, first: re.Match[str]) -> _Slot:
@@ -438,8 +448,3 @@ class _NoNames(NameIndex):
 
 
 NO_NAMES: NameIndex = _NoNames()
-
-
-def step_refs(text: str) -> Iterable[str]:
-    """Step ids written as ``s12`` or ``[s12]`` in free text."""
-    return (f"s{n}" for n in _STEP_REF.findall(text))

@@ -87,15 +87,15 @@ class VersionReport:
         rows = [
             [
                 str(version),
-                str(r["traces"]),
-                str(r["items"]),
+                str(int(r["traces"])),
+                str(int(r["items"])),
                 num(r["fleiss"]),
                 ci_text(r["fleiss_low"], r["fleiss_high"]),
                 num(r["alpha"]),
                 ci_text(r["alpha_low"], r["alpha_high"]),
                 num(r["ac1"]),
                 num(r["macro_fleiss"]),
-                str(r["modes_undefined"]),
+                str(int(r["modes_undefined"])),
             ]
             for version, r in self.summary().iterrows()
         ]

@@ -75,6 +75,10 @@ class Annotation(BaseModel):
     cost_usd: float | None = None
     """Cost of those calls from the price table; ``None`` when the price or usage is unknown."""
 
+    cached: bool = False
+    """True when every answer came from the response cache (no provider call was made for
+    this record); ``usage`` then still shows the tokens of the cached calls, ``cost_usd`` is 0."""
+
     latency_s: float | None = None
     """Wall time spent on this trace, in seconds."""
 

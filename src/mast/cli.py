@@ -81,11 +81,14 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _extra_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+def _extra_commands() -> list[
+    Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]
+]:
     """Subcommands that live with their feature register themselves through this list."""
+    from mast._agree_cli import register as register_agree
     from mast.demo import register as register_demo
 
-    return [register_demo]
+    return [register_agree, register_demo]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,8 +261,3 @@ def _rank(example: FewShotExample, covered: set[str], tokens: int) -> tuple[int,
         return (0, -gain, tokens, example.id)
     # Nothing new to cover: prefer examples with few positives, i.e. mostly clean runs.
     return (1, len(example.positives), tokens, example.id)
-
-
-def example_ids(examples: Iterable[FewShotExample]) -> list[str]:
-    """The ids of ``examples``, to record which ones a prompt used."""
-    return [ex.id for ex in examples]

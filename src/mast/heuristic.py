@@ -45,8 +45,8 @@ no re-issue was found. Otherwise unknown.
 ``\\boxed{}`` → a non-empty ``\\boxed{…}``; ``TERMINATE`` → ``TERMINATE`` ending a line;
 "The answer is (X)" → "the answer is" followed by a one-character choice; "FINAL ANSWER" →
 ``FINAL ANSWER:`` followed by text that is not a ``[placeholder]``.
-*Present* if (a) a deliverable is expected and no step after the first step that asks for
-it contains it, or (b) the last non-system step is an error output (a Python traceback,
+*Present* if (a) a deliverable is expected and nothing after the request (in the asking
+step after the request, or in any later step) contains it, or (b) the last non-system step is an error output (a Python traceback,
 ``exitcode: 1``, "execution failed", or a line opening with ``SomethingError:``). *Absent* if
 a deliverable is expected and appears, and the run does not end on an error. Otherwise
 unknown.
@@ -426,10 +426,16 @@ def _rule_premature(trace: Trace) -> Finding:
             rationale=f"Rule: {checked}. The task names no recognisable answer format, so it "
             "cannot tell.",
         )
-    deliverable, asked_at, asked = expected
-    after = trace.steps[asked_at + 1 :] if asked_at >= 0 else trace.steps
-    for step in after:
-        found = deliverable.found.search(_step_text(step))
+    deliverable, asked_at, asked, asked_end = expected
+    # The answer may follow the request in the same step (an unsegmented log is one step),
+    # but the request itself ("The answer is (X)") must not count as the answer.
+    candidates = [(s, 0) for s in trace.steps[asked_at + 1 :]] if asked_at >= 0 else []
+    if asked_at >= 0:
+        candidates.insert(0, (trace.steps[asked_at], asked_end))
+    else:
+        candidates = [(s, 0) for s in trace.steps]
+    for step, offset in candidates:
+        found = deliverable.found.search(_step_text(step), offset)
         if found:
             return Finding(
                 code=code,
@@ -465,18 +471,18 @@ def _opening(trace: Trace) -> list[Step]:
     return out
 
 
-def _expected_deliverable(trace: Trace) -> tuple[_Deliverable, int, str] | None:
+def _expected_deliverable(trace: Trace) -> tuple[_Deliverable, int, str, int] | None:
     """The expected answer format, the position of the first step asking for it (-1 when
-    only the task field does), and the asking text."""
+    only the task field does), the asking text and where it ends in that step."""
     opening = _opening(trace)
     for deliverable in _DELIVERABLES:
         for position, step in enumerate(opening):
             asked = deliverable.asked.search(_step_text(step))
             if asked:
-                return deliverable, position, asked.group(0)
+                return deliverable, position, asked.group(0), asked.end()
         asked = deliverable.asked.search(trace.task or "")
         if asked:
-            return deliverable, -1, asked.group(0)
+            return deliverable, -1, asked.group(0), 0
     return None
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import math
 import time
 import urllib.parse
@@ -41,7 +42,7 @@ from mast.errors import (
     VerdictParseError,
 )
 from mast.fewshot import FewShotExample, load_examples, select_examples
-from mast.pricing import PricesLike, price_table
+from mast.pricing import PricesLike, PriceTable, price_table
 from mast.prompts import (
     CHARS_PER_TOKEN,
     Prompt,
@@ -60,9 +61,22 @@ from mast.trace import FailureVector, Trace
 from mast.usage import Usage
 from mast.verdict import Verdict, ground, parse_response, verdict_json_schema
 
-__all__ = ["DEFAULT_CONTEXT_TOKENS", "Judge", "context_window"]
+__all__ = ["DEFAULT_CONTEXT_TOKENS", "CallHook", "Judge", "Send", "context_window"]
 
 T = TypeVar("T")
+
+Send = Callable[[Prompt], Awaitable[Completion]]
+"""Sends one prompt to the judge's provider and returns the answer."""
+
+CallHook = Callable[[Prompt, Send], Awaitable[Completion]]
+"""Middleware around every provider call of one :meth:`Judge.aannotate`: it gets the prompt
+and the function that really sends it, and may answer from a cache, wait for a rate limit,
+retry, time out or refuse (the bulk runner does all of that, once, for every provider)."""
+
+# Set for the duration of one aannotate(); a ContextVar keeps concurrent traces apart.
+_CALL_HOOK: contextvars.ContextVar[CallHook | None] = contextvars.ContextVar(
+    "mast_call_hook", default=None
+)
 
 DEFAULT_CONTEXT_TOKENS = 128_000
 """Context budget assumed for models not in the table below."""
@@ -388,13 +402,37 @@ class Judge:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def aannotate(self, trace: Trace) -> Annotation:
+    @property
+    def call_config(self) -> CallConfig | None:
+        """What every call asks for (model, sampling, output schema); None for heuristic."""
+        return self._config
+
+    @property
+    def prices(self) -> PriceTable:
+        """The price table costs are computed from."""
+        return self._prices
+
+    @property
+    def output_reserve(self) -> int:
+        """Output tokens a call may use (``max_tokens``, or the reserve assumed without one)."""
+        return self._output_reserve if self._provider is not None else 0
+
+    async def aannotate(self, trace: Trace, *, call_hook: CallHook | None = None) -> Annotation:
         """Annotate one trace.
 
         Provider failures become an annotation with status ``"error"``; only an
         :class:`~mast.errors.AuthError` (and a missing SDK) is raised, since retrying
-        cannot help with those.
+        cannot help with those. ``call_hook`` wraps every provider call made for this trace
+        (see :data:`CallHook`); exceptions it raises that are not a
+        :class:`~mast.errors.ProviderError` propagate.
         """
+        token = _CALL_HOOK.set(call_hook)
+        try:
+            return await self._aannotate(trace)
+        finally:
+            _CALL_HOOK.reset(token)
+
+    async def _aannotate(self, trace: Trace) -> Annotation:
         start = time.perf_counter()
         if self._provider is None:
             return self._heuristic(trace, start)
@@ -423,9 +461,13 @@ class Judge:
             if observed >= _MIN_CHARS_PER_TOKEN:
                 self._chars_per_token = min(self._chars_per_token, observed)
 
-    async def _call(self, prompt: Prompt) -> Completion:
+    async def _send(self, prompt: Prompt) -> Completion:
         assert self._provider is not None and self._config is not None
         return await self._provider.complete(prompt, self._config)
+
+    async def _call(self, prompt: Prompt) -> Completion:
+        hook = _CALL_HOOK.get()
+        return await (self._send(prompt) if hook is None else hook(prompt, self._send))
 
     async def _attempt(self, prompt: Prompt, trace: Trace) -> _Outcome:
         """Call, parse, repair (bounded), ground. ContextLengthError and AuthError propagate."""

@@ -55,7 +55,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from mast._lenient_json import find_json_values
 from mast._textformat import NameIndex, read_text_format
@@ -119,8 +119,6 @@ class Verdict(BaseModel):
     holds a :class:`Finding` per code and always agrees with ``vector``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     vector: FailureVector
     findings: dict[str, Finding] = Field(default_factory=dict)
     task_completed: bool | None = None
@@ -162,6 +160,9 @@ class Verdict(BaseModel):
         """Build a verdict whose vector is taken from ``findings``; missing codes are None."""
         code_list = list(codes)
         by_code = {f.code: f for f in findings}
+        stray = sorted(set(by_code) - set(code_list))
+        if stray:
+            raise ValueError(f"findings for codes {stray} that are not in {code_list}")
         full = {c: by_code.get(c) or Finding(code=c, present=None) for c in code_list}
         vector = FailureVector({c: f.present for c, f in full.items()}, codes=code_list)
         return cls(
