@@ -251,7 +251,8 @@ def test_macro_row_averages_the_defined_modes() -> None:
 def test_none_cells_are_excluded_and_counted_never_no() -> None:
     ref = {"a": {"1.1": True}, "b": {"1.1": None}, "c": {"1.1": False}, "d": {"1.1": True}}
     cand = {"a": {"1.1": True}, "b": {"1.1": False}, "c": {"1.1": None}, "d": {"1.1": True}}
-    rep = agreement(ref, cand, modes=["1.1"], bootstrap=0, merge_verification=False)
+    with pytest.warns(UndefinedMetricWarning, match=r"kappa for 1\.1"):  # both say yes twice
+        rep = agreement(ref, cand, modes=["1.1"], bootstrap=0, merge_verification=False)
     row = rep.per_mode.loc["1.1"]
     assert (row["n"], row["tp"], row["fp"], row["fn"], row["tn"]) == (2, 2, 0, 0, 0)
     assert rep.excluded.unknown_cells == {"reference": {"1.1": 1}, "candidate": {"1.1": 1}}
@@ -290,15 +291,15 @@ def test_failed_annotations_are_excluded_and_counted() -> None:
         ann("d", "ok", False),  # retried: the later usable record counts
         ann("a", "error", None),  # a later failure does not replace a success
     ]
-    with pytest.warns(UndefinedMetricWarning):
-        rep = agreement(human, judged, modes=["1.1"], bootstrap=0)
+    rep = agreement(human, judged, modes=["1.1"], bootstrap=0)
     assert rep.trace_ids == ["a", "d"]
     assert rep.excluded.failed["candidate"] == {"parse_error": ["b"], "error": ["c"]}
     assert rep.excluded.duplicates == {"candidate": 2}
     assert rep.excluded.missing["candidate"] == []  # failed, not missing
     assert rep.per_mode.loc["1.1", "n"] == 2
     # 13 unanswered modes of the judge are unknown cells, not "no".
-    full = agreement(human, judged, bootstrap=0, modes=["1.1", "1.2"])
+    with pytest.warns(UndefinedMetricWarning, match=r"kappa for 1\.2"):
+        full = agreement(human, judged, bootstrap=0, modes=["1.1", "1.2"])
     assert full.excluded.unknown_cells["candidate"]["1.2"] == 2
 
 
@@ -327,7 +328,8 @@ def test_label_keys_resolve_by_code_then_name_and_unknown_codes_are_counted() ->
         "a": {"1.1": True, "1.3": True, "3.2 Incorrect Verification": True},
         "b": {"1.1": False, "1.3": False, "3.2 Incorrect Verification": False},
     }
-    rep = agreement(ref, cand, modes=["1.1", "1.3", "3.2"], bootstrap=0)
+    with pytest.warns(UndefinedMetricWarning, match=r"kappa for 3\.2"):
+        rep = agreement(ref, cand, modes=["1.1", "1.3", "3.2"], bootstrap=0)
     assert rep.per_mode.loc["1.3", "n"] == 2
     assert rep.excluded.unknown_codes == {"reference": {"4.1 Made up": 1, "9.9": 2}}
     assert rep.excluded.unknown_cells["reference"]["3.2"] == 2
@@ -408,10 +410,12 @@ def test_report_intervals_are_the_engines_intervals() -> None:
     engine = bootstrap_intervals(
         features, binary_metrics, n_resamples=400, confidence=0.95, rng=np.random.default_rng(5)
     )
-    iv = rep.intervals.set_index(["row", "metric", "method"])
+    iv = rep.intervals.set_index(["row", "metric", "method"]).sort_index()
     for method, bounds in (("percentile", engine.percentile), ("bca", engine.bca)):
-        assert iv.loc[("1.1", "kappa", method), "low"] == bounds["kappa"][0][0]
-        assert iv.loc[("1.1", "kappa", method), "high"] == bounds["kappa"][1][0]
+        # (equal up to summation order inside numpy reductions: 1e-12)
+        assert iv.loc[("1.1", "kappa", method), "low"] == pytest.approx(bounds["kappa"][0][0])
+        assert iv.loc[("1.1", "kappa", method), "high"] == pytest.approx(bounds["kappa"][1][0])
+    assert rep.per_mode.loc["1.1", "kappa_low"] == engine.percentile["kappa"][0][0]
 
 
 def test_bootstrap_percentile_and_bca_intervals_cover_a_known_kappa() -> None:
@@ -438,35 +442,47 @@ def test_bootstrap_percentile_and_bca_intervals_cover_a_known_kappa() -> None:
         assert 0.90 <= hits / datasets <= 0.99, (method, hits)
 
 
-def test_bca_interval_agrees_with_scipy() -> None:
-    rng = np.random.default_rng(21)
-    n = 80
-    ref = rng.random((n, 3)) < 0.3
-    cand = ref ^ (rng.random((n, 3)) < 0.2)
+def test_percentile_and_bca_intervals_agree_with_scipy() -> None:
+    # High agreement on few traces: a skewed bootstrap distribution, where BCa moves away
+    # from the percentile interval, so the comparison tells the two methods apart.
+    rng = np.random.default_rng(2)
+    n = 40
+    ref = rng.random((n, 3)) < 0.15
+    cand = ref ^ (rng.random((n, 3)) < 0.04)
     codes = ["1.1", "1.2", "1.3"]
     rep = agreement(
         {f"t{i:03d}": dict(zip(codes, map(bool, ref[i]), strict=True)) for i in range(n)},
         {f"t{i:03d}": dict(zip(codes, map(bool, cand[i]), strict=True)) for i in range(n)},
         modes=codes,
         bootstrap=4000,
-        ci="bca",
         seed=1,
     )
 
-    def pooled_kappa(index: np.ndarray) -> float:
-        return stats.cohen_kappa(ref[index].ravel(), cand[index].ravel())
+    def pooled_kappa(index: np.ndarray, axis: int = -1) -> np.ndarray:
+        # Vectorized over scipy's resample batches: index is (..., n) trace indices.
+        r, c = ref[index], cand[index]  # (..., n, 3)
+        n_cells = r.shape[-1] * r.shape[-2]
+        po = (r == c).sum(axis=(-1, -2)) / n_cells
+        p1, p2 = r.sum(axis=(-1, -2)) / n_cells, c.sum(axis=(-1, -2)) / n_cells
+        pe = p1 * p2 + (1 - p1) * (1 - p2)
+        return np.asarray((po - pe) / (1 - pe))
 
-    expected = scipy_bootstrap(
-        (np.arange(n),),
-        pooled_kappa,
-        vectorized=False,
-        n_resamples=4000,
-        method="BCa",
-        random_state=np.random.default_rng(2),
-    ).confidence_interval
-    assert rep.pooled.boot_low == pytest.approx(expected.low, abs=0.03)
-    assert rep.pooled.boot_high == pytest.approx(expected.high, abs=0.03)
-    assert rep.pooled.boot_low < rep.pooled.kappa < rep.pooled.boot_high
+    ours = rep.intervals.set_index(["row", "metric", "method"]).sort_index()
+    for method, scipy_method in (("percentile", "percentile"), ("bca", "BCa")):
+        expected = scipy_bootstrap(
+            (np.arange(n),),
+            pooled_kappa,
+            vectorized=True,
+            n_resamples=4000,
+            method=scipy_method,
+            random_state=np.random.default_rng(3),
+        ).confidence_interval
+        got = ours.loc[(POOLED, "kappa", method)]
+        # Two independent sets of 4000 resamples: equal up to Monte Carlo error.
+        assert got["low"] == pytest.approx(expected.low, abs=0.015), method
+        assert got["high"] == pytest.approx(expected.high, abs=0.015), method
+    pct, bca = ours.loc[(POOLED, "kappa", "percentile")], ours.loc[(POOLED, "kappa", "bca")]
+    assert bca["low"] < pct["low"] - 0.02  # the BCa correction is visible here
 
 
 def test_bootstrap_over_traces_is_wider_than_wald_when_modes_cooccur() -> None:
@@ -664,7 +680,7 @@ def test_among_per_mode_and_pooled_equal_stats() -> None:
             float(row["ac1"]), stats.gwet_ac1_multi(ratings(code), categories=[False, True])
         )
     stacked = [item for code in modes for item in ratings(code)]
-    assert rep.pooled.fleiss == stats.fleiss_kappa(stacked)
+    assert same(rep.pooled.fleiss, stats.fleiss_kappa(stacked))  # same items, other order
     assert same(rep.pooled.alpha, stats.krippendorff_alpha(stacked))
     assert rep.excluded.missing["rater2"] == ["t0", "t1", "t2"]
     for a, b in itertools.product(names, names):

@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+import mast
 from mast.trace import Step, StepKind, Trace
 from mast.verdict import Evidence, Finding, Verdict, ground, parse_response
 
 CODES = ["1.3", "1.5", "2.5"]
 
 
-def _ag2_trace(path: Path) -> Trace:
-    # AG2 trajectories store each message as a list of lines.
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    steps = [
-        Step.make(i, "\n".join(m["content"]), agent=m["name"], role=m["role"])
-        for i, m in enumerate(raw["trajectory"])
-    ]
-    return Trace(id=raw["instance_id"], task="\n".join(raw["problem_statement"]), steps=steps)
-
-
 @pytest.fixture
 def trace(fixtures: Path) -> Trace:
-    return _ag2_trace(fixtures / "ag2" / "AG2_trace1.json")
+    return mast.load_trace(fixtures / "ag2" / "AG2_trace1.json")
 
 
 def _verdict(evidence: dict[str, list[Evidence]], present: bool | None = True) -> Verdict:

@@ -218,6 +218,23 @@ def test_premature_control_deliverable_given() -> None:
     assert verdict.task_completed is None  # the rules never claim success
 
 
+def test_premature_answer_later_in_the_same_unsegmented_step() -> None:
+    log = Step.make(0, f"user: {PROMPT}\nsolver: 144 / 12 = \\boxed{{12}}", kind=StepKind.LOG)
+    assert _check_common(_trace(log)).vector["3.1"] is False
+    only_request = Step.make(0, f"user: {PROMPT}\nsolver: thinking...", kind=StepKind.LOG)
+    assert _check_common(_trace(only_request)).vector["3.1"] is True
+
+
+def test_premature_a_request_is_not_its_own_answer() -> None:
+    ask = "Think step by step, then output 'The answer is (X)' where X is 0, 1, 2 or 3."
+    assert _check_common(_trace(("user", ask), ("solver", "Hmm."))).vector["3.1"] is True
+    answered = _trace(("user", ask), ("solver", "So the answer is (2)."))
+    assert _check_common(answered).vector["3.1"] is False
+    # "final answer" mentioned in passing is not a request for a FINAL ANSWER line
+    prose = _trace(("user", "Check whether the final answer 29 is right."), ("solver", "No."))
+    assert _check_common(prose).vector["3.1"] is None
+
+
 def test_premature_unknown_without_a_stated_format() -> None:
     trace = _trace(("user", TASK), ("solver", "12 inches."))
     assert _check_common(trace).vector["3.1"] is None

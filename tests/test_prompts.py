@@ -215,7 +215,8 @@ def test_example_answers_read_back_as_their_gold_labels() -> None:
     examples = load_examples()
     system = render_system(examples=examples)
     for example in examples:
-        block = system.split(f"({example.id})", 1)[1].split("Answer:\n", 1)[1]
+        # After the example's closing fence: its trace may itself contain "Answer:".
+        block = system.split(f"({example.id})", 1)[1].split(">>>\n\nAnswer:\n", 1)[1]
         answer = block.split("\n}\n", 1)[0] + "\n}"
         verdict = parse_response(answer)
         assert verdict.vector.to_dict() == example.labels

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -237,7 +237,7 @@ def _interval_frame(
     return frame
 
 
-def _mode_label(code: str, tax: Taxonomy, width: int = 34) -> str:
+def _mode_label(code: str, tax: Taxonomy, width: int = 30) -> str:
     if code not in tax:
         return ""
     name = tax[code].name
@@ -372,7 +372,7 @@ class _Report:
     summary: pd.DataFrame
     notes: list[str]
     excluded: Exclusions
-    _plot_metrics: tuple[str, ...] = ()
+    _plot_metrics: ClassVar[tuple[str, ...]] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """Per-mode rows followed by the summary rows (merged verification, pooled, macro)."""

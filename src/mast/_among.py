@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -87,7 +87,7 @@ _MULTI_COLUMNS = [
 _MULTI_COUNTS = ("items", "pairable", "positives", "ratings", "unscored")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AmongReport(_Report):
     """How far several annotators agree with each other, per mode and pooled.
 
@@ -116,7 +116,15 @@ class AmongReport(_Report):
     ci: str
     tie: str
     _cube: npt.NDArray[np.int8] = field(repr=False)
-    _plot_metrics: tuple[str, ...] = _MULTI_CI
+    _plot_metrics: ClassVar[tuple[str, ...]] = _MULTI_CI
+
+    def __repr__(self) -> str:
+        p = self.pooled
+        return (
+            f"<AmongReport {', '.join(self.annotators)}: {self.n_traces} traces x "
+            f"{len(self.modes)} modes, pooled Fleiss' kappa {num(p.fleiss)} "
+            f"{ci_text(p.fleiss_low, p.fleiss_high, 3)}, alpha {num(p.alpha)}>"
+        )
 
     @property
     def n_traces(self) -> int:
@@ -162,8 +170,10 @@ class AmongReport(_Report):
         if mode is None:
             copied: pd.DataFrame = self.pairwise.copy()
             return copied
-        if mode not in self.modes and mode != VERIFICATION:
-            raise StatsInputError(f"mode must be one of {self.modes}; got {mode!r}")
+        merged = self._cube.shape[1] > len(self.modes)
+        if mode not in self.modes and not (mode == VERIFICATION and merged):
+            rows = [*self.modes, *([VERIFICATION] if merged else [])]
+            raise StatsInputError(f"mode must be one of {rows}; got {mode!r}")
         j = self.modes.index(mode) if mode in self.modes else len(self.modes)
         return _pairwise(self._cube[:, j : j + 1], self.annotators)
 

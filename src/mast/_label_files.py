@@ -157,8 +157,11 @@ def _sniff_rows(path: Path) -> tuple[Kind, list[dict[str, Any]], list[str]]:
         if isinstance(record, dict) and _is_label_row(record):  # JSON Lines of rows/records
             rows, notes = _read_jsonl(path)
             return _row_kind(record), rows, notes
-        if record is None and path.stat().st_size <= _SMALL:
-            whole = json.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size <= _SMALL:  # perhaps one JSON object {trace_id: {code: …}}
+            try:
+                whole = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                whole = None  # JSON Lines of something else: leave it to the trace loaders
             if _is_label_mapping(whole):
                 return "table", [{"trace_id": k, **v} for k, v in whole.items()], []
     return "traces", [], []

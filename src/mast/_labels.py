@@ -139,9 +139,6 @@ class LabelTable:
     """Records that repeated a trace id (the last usable one is kept)."""
     ignored_fields: list[str] = field(default_factory=list)
     """Row/column names that are neither codes nor look like codes (e.g. ``cost_usd``)."""
-    versions: dict[str, str | None] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
-    """Traces known to exist but carrying no label from this source (``LabelSet.missing``)."""
 
     def index(self) -> dict[str, int]:
         return {trace_id: i for i, trace_id in enumerate(self.ids)}
@@ -234,8 +231,6 @@ def to_table(
         unmapped=dict(sorted(unmapped.items())),
         duplicates=duplicates,
         ignored_fields=sorted(ignored),
-        versions=meta.versions,
-        missing=sorted(meta.missing, key=natural_key),
     )
 
 
@@ -300,9 +295,7 @@ def _cell(value: object, *, trace_id: str, key: str, source: str) -> int:
 
 @dataclass
 class _Meta:
-    versions: dict[str, str | None] = field(default_factory=dict)
     unmapped: dict[str, dict[str, bool | None]] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
 
 
 def _trace_id(value: object, source: str) -> str:
@@ -316,7 +309,7 @@ def _trace_id(value: object, source: str) -> str:
 def _records(source: object, *, annotator: str | None, name: str) -> tuple[list[_Record], _Meta]:
     """Turn a source into records, plus the version/unmapped metadata it carries."""
     if isinstance(source, LabelSet):
-        meta = _Meta(dict(source.versions), dict(source.unmapped), list(source.missing))
+        meta = _Meta(dict(source.unmapped))
         return [_Record(t, "ok", v) for t, v in source.items()], meta
     if _is_dataframe(source):
         return _frame_records(cast("pd.DataFrame", source), name), _Meta()

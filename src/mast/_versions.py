@@ -36,7 +36,7 @@ OVERALL = "overall"
 """Key of the report over all traces in :class:`VersionReport`."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class VersionReport:
     """Among-annotator agreement per taxonomy version of the labels, and overall.
 
@@ -51,6 +51,13 @@ class VersionReport:
     unmapped: pd.DataFrame
     versions: dict[str, str]
     """Trace id -> the version its labels used (``"mixed"`` if annotators differ)."""
+
+    def __repr__(self) -> str:
+        parts = ", ".join(
+            f"{v}: {rep.n_traces} traces, kappa {num(rep.pooled.fleiss)}"
+            for v, rep in self.reports.items()
+        )
+        return f"<VersionReport {parts}>"
 
     def summary(self) -> pd.DataFrame:
         """One row per version: traces, pooled and macro Fleiss' kappa and alpha, with CIs."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -122,7 +122,7 @@ _BINARY_COLUMNS = [
 _BINARY_COUNTS = ("n", "tp", "fp", "fn", "tn", "unknown_reference", "unknown_candidate", "unscored")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class AgreementReport(_Report):
     """How far a candidate (e.g. an LLM judge) agrees with a reference (e.g. people).
 
@@ -151,7 +151,15 @@ class AgreementReport(_Report):
     seed: int | None
     confidence: float
     ci: str
-    _plot_metrics: tuple[str, ...] = _BINARY_CI
+    _plot_metrics: ClassVar[tuple[str, ...]] = _BINARY_CI
+
+    def __repr__(self) -> str:
+        p = self.pooled
+        return (
+            f"<AgreementReport {self.candidate_name} vs {self.reference_name}: "
+            f"{self.n_traces} traces x {len(self.modes)} modes, pooled kappa {num(p.kappa)} "
+            f"{ci_text(p.boot_low, p.boot_high, 3)}>"
+        )
 
     @property
     def n_traces(self) -> int:

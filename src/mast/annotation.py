@@ -92,6 +92,11 @@ class Annotation(BaseModel):
     raw: str | None = None
     """The model's answer text as received (all windows, separated, when windowed)."""
 
+    redactions: dict[str, int] = Field(default_factory=dict)
+    """Secrets replaced in the trace before it was judged, by type (e.g.
+    ``{"openai_key": 1}``; see :mod:`mast.redact`). Quotes and evidence refer to the
+    redacted text, which holds ``[REDACTED:<type>]`` where each secret was."""
+
     created_at: datetime = Field(default_factory=_now)
     """When the annotation was made (UTC)."""
 

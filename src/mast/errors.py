@@ -266,3 +266,35 @@ class DatasetChecksumError(DatasetError):
 
     expected: str = ""
     actual: str = ""
+
+
+class RunStopped(MastError):
+    """A bulk run (``annotate_many``) stopped before every trace was attempted.
+
+    ``reason`` is ``"auth"`` (the provider refused the credentials) or ``"budget"`` (the
+    next call would have exceeded ``budget_usd``). ``run`` is the
+    :class:`~mast.runner.AnnotationRun` of what was done (also in the results file); its
+    ``summary.not_attempted`` lists the traces left, which were not written as errors.
+    Rerunning the same command resumes.
+    """
+
+    def __init__(self, message: str, *, reason: str, run: object = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.run = run
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_run_stopped, (type(self), self.args, self.__dict__.copy()))
+
+
+def _rebuild_run_stopped(
+    cls: type[RunStopped], args: tuple[object, ...], state: dict[str, object]
+) -> RunStopped:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class BudgetExceeded(RunStopped):
+    """The next call would have taken a bulk run's spending past ``budget_usd``."""

@@ -40,14 +40,15 @@ least half of the step's) — the task re-issued as a fresh start, not quoted in
 message. *Absent* if the task was found, at least three steps follow its first issue, and
 no re-issue was found. Otherwise unknown.
 
-**3.1 Premature Termination.** The expected deliverable is read from the opening of the run
-(leading system/log steps and the first two messages), else from ``trace.task``:
-``\\boxed{}`` → a non-empty ``\\boxed{…}``; ``TERMINATE`` → ``TERMINATE`` ending a line;
-"The answer is (X)" → "the answer is" followed by a one-character choice; "FINAL ANSWER" →
-``FINAL ANSWER:`` followed by text that is not a ``[placeholder]``.
-*Present* if (a) a deliverable is expected and nothing after the request (in the asking
-step after the request, or in any later step) contains it, or (b) the last non-system step is an error output (a Python traceback,
-``exitcode: 1``, "execution failed", or a line opening with ``SomethingError:``). *Absent* if
+**3.1 Premature Termination.** The expected deliverable is read from a request in the
+opening of the run (leading system/log steps and the first two messages), else in
+``trace.task``: an empty ``\\boxed{}`` asks for a non-empty ``\\boxed{…}``; "reply TERMINATE
+when …" for ``TERMINATE`` ending a line; "The answer is (X)" for "the answer is" followed by a
+one-character choice; "FINAL ANSWER: [" or "give/report … final answer" for ``FINAL ANSWER:``
+followed by text that is not a ``[placeholder]``. *Present* if (a) a deliverable is expected
+and nothing after the request (later in the asking step, or in any later step) contains it,
+or (b) the last non-system step is an error output (a Python traceback, ``exitcode: 1``,
+"execution failed", or a line opening with ``SomethingError:``). *Absent* if
 a deliverable is expected and appears, and the run does not end on an error. Otherwise
 unknown.
 
@@ -127,11 +128,32 @@ class _Deliverable:
     label: str
 
 
+# Each deliverable: how a *request* for it reads (with a placeholder or an instruction verb,
+# so that an answer is not mistaken for the request), and how the delivered answer reads.
 _DELIVERABLES = (
-    _Deliverable(re.compile(r"\\boxed"), _BOXED, "a non-empty \\boxed{…}"),
-    _Deliverable(re.compile(r"\bTERMINATE\b"), _TERMINATE, "TERMINATE"),
-    _Deliverable(re.compile(r"the answer is \(", re.IGNORECASE), _ANSWER_IS, '"The answer is (X)"'),
-    _Deliverable(re.compile(r"\bfinal answer\b", re.IGNORECASE), _FINAL_ANSWER, "FINAL ANSWER: …"),
+    _Deliverable(re.compile(r"\\boxed\{\s*\}"), _BOXED, "a non-empty \\boxed{…}"),
+    _Deliverable(
+        re.compile(
+            r"\b(?:reply|respond|say|output|write|end|return|send)\b[^.\n]{0,40}\bTERMINATE\b"
+            r"|\bTERMINATE\b[^.\n]{0,40}\b(?:when|if|once|after)\b",
+            re.IGNORECASE,
+        ),
+        _TERMINATE,
+        "TERMINATE",
+    ),
+    _Deliverable(
+        re.compile(r"the answer is \(\s*X\s*\)", re.IGNORECASE), _ANSWER_IS, '"The answer is (X)"'
+    ),
+    _Deliverable(
+        re.compile(
+            r"\bfinal answer\s*:\s*\["
+            r"|\b(?:report|give|provide|output|state|write|end\s+with)\b[^.\n]{0,40}"
+            r"\bfinal answer\b",
+            re.IGNORECASE,
+        ),
+        _FINAL_ANSWER,
+        "FINAL ANSWER: …",
+    ),
 )
 
 

@@ -56,6 +56,7 @@ from mast.prompts import (
 from mast.providers import CallConfig, Completion, Provider, StructuredMode, get_provider
 from mast.providers import parse_model as _parse_model
 from mast.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
+from mast.redact import Redactor
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.trace import FailureVector, Trace
 from mast.usage import Usage
@@ -223,6 +224,11 @@ class Judge:
         schema requests).
     timeout:
         Seconds per call (reasoning models can take minutes on a long trace).
+    redact:
+        Replace secrets in the trace (API keys, tokens, passwords, private keys; see
+        :mod:`mast.redact`) with ``[REDACTED:<kind>]`` before it is rendered: ``True``
+        (default), ``False``, or a :class:`~mast.redact.Redactor` with your own patterns.
+        The judge's own API key is removed from traces even with ``redact=False``.
     """
 
     def __init__(
@@ -241,6 +247,7 @@ class Judge:
         prices: PricesLike = None,
         structured_output: StructuredMode = "auto",
         timeout: float | None = 300.0,
+        redact: bool | Redactor = True,
     ) -> None:
         if repair_attempts < 0:
             raise ValueError(f"repair_attempts must be >= 0, got {repair_attempts}")
@@ -253,6 +260,12 @@ class Judge:
         self.drop_ungrounded = drop_ungrounded
         self.base_url = base_url
         self._prices = price_table(prices)
+        self._redact_setting = (
+            "custom" if isinstance(redact, Redactor) else "default" if redact else "off"
+        )
+        self._redactor = (
+            redact if isinstance(redact, Redactor) else Redactor() if redact else Redactor.off()
+        )
         self._provider: Provider | None
         self._notes: list[str] = []
         if model == "heuristic":
@@ -266,6 +279,10 @@ class Judge:
             return
         self.provider_name, self.model_name = _parse_model(model)
         self._provider = get_provider(self.provider_name, api_key=api_key, base_url=base_url)
+        own_key = self._provider._api_key
+        if len(own_key) >= 12 and own_key != "no-key-needed":
+            # A trace that dumps the environment may hold the very key this judge uses.
+            self._redactor = self._redactor.with_literals({own_key: "api_key"})
         self._explicit_examples = fewshot is not None and not isinstance(fewshot, int)
         self._fewshot_count = fewshot if isinstance(fewshot, int) else None
         self._pool = self._example_pool(fewshot)
@@ -338,7 +355,7 @@ class Judge:
         return _Context(examples=examples, system=self._systems[key], notes=notes)
 
     def __repr__(self) -> str:
-        extra = f", base_url={self.base_url!r}" if self.base_url else ""
+        extra = f", base_url={_safe_url(self.base_url)!r}" if self.base_url else ""
         return (
             f"Judge({self.model!r}, fewshot={len(self.examples)}, "
             f"temperature={self.temperature}{extra})"
@@ -372,6 +389,7 @@ class Judge:
             structured_output=structured,
             repair_attempts=self.repair_attempts,
             context_tokens=self.context_tokens,
+            redact=self._redact_setting,
         )
         if self.base_url is not None:
             info["base_url"] = _safe_url(self.base_url)
@@ -428,7 +446,13 @@ class Judge:
         """
         token = _CALL_HOOK.set(call_hook)
         try:
-            return await self._aannotate(trace)
+            # Secrets go before anything is rendered: the prompt, the answer's quotes and
+            # the grounding of its evidence all refer to the same redacted text.
+            redacted, redactions = self._redactor.redact_trace(trace)
+            annotation = await self._aannotate(redacted)
+            if redactions:
+                annotation.redactions = redactions
+            return annotation
         finally:
             _CALL_HOOK.reset(token)
 
@@ -483,7 +507,7 @@ class Judge:
         outcome.usage = outcome.usage + completion.usage
         self._learn(prompt, completion.usage)
         raws = [completion.text]
-        verdict, problem = self._parse(completion)
+        verdict, problem = self._parse(completion, prompt)
         repairs = 0
         while verdict is None and repairs < self.repair_attempts:
             repairs += 1
@@ -503,7 +527,7 @@ class Judge:
             outcome.completions.append(completion)
             outcome.usage = outcome.usage + completion.usage
             raws.append(completion.text)
-            verdict, problem = self._parse(completion)
+            verdict, problem = self._parse(completion, prompt)
         outcome.raw = raws[-1] if verdict is not None else "\n\n--- repair ---\n\n".join(raws)
         if verdict is None:
             outcome.status = "parse_error"
@@ -513,9 +537,17 @@ class Judge:
         outcome.verdict = ground(verdict, trace, drop_ungrounded=self.drop_ungrounded)
         return outcome
 
-    def _parse(self, completion: Completion) -> tuple[Verdict | None, str]:
+    def _parse(self, completion: Completion, prompt: Prompt) -> tuple[Verdict | None, str]:
         try:
-            return parse_response(completion.text, taxonomy=self.taxonomy), ""
+            # The boundary and the prompt let the parser ignore trace text the model echoed
+            # (a fake verdict planted in the trace must never be read as the answer).
+            verdict = parse_response(
+                completion.text,
+                taxonomy=self.taxonomy,
+                boundary=prompt.boundary,
+                prompt_text=prompt.user,
+            )
+            return verdict, ""
         except VerdictParseError as exc:
             problem = str(exc).split(". Expected")[0]
             if completion.finish_reason in ("length", "max_tokens"):

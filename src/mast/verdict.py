@@ -376,11 +376,25 @@ def normalize_step_id(ref: object) -> str:
     return text
 
 
-def parse_response(text: str, *, taxonomy: Taxonomy | None = None) -> Verdict:
+def parse_response(
+    text: str,
+    *,
+    taxonomy: Taxonomy | None = None,
+    boundary: str | None = None,
+    prompt_text: str | None = None,
+) -> Verdict:
     """Read a judge's answer (JSON verdict or the MAST text format) into a :class:`Verdict`.
 
     Raises :class:`~mast.errors.VerdictParseError` (with the raw text) only when nothing at
     all can be read; a partial answer gives ``None`` for the missing modes.
+
+    Trace text the model repeats is never read as its answer, since a trace may carry a
+    fake verdict. Text between a ``<<<BEGIN MAST-…>>>`` fence line and its ``<<<END …>>>``
+    line (an unclosed one runs to the end, a lone closing line covers everything before
+    it) is dropped first; ``boundary`` names the prompt's own fence token if it is not of
+    mast's ``MAST-<KIND>-<16 hex>`` shape. With ``prompt_text`` (the user message that
+    held the trace), a JSON value copied verbatim from it is skipped, and so, for the text
+    format, is every line copied from it.
 
     >>> v = parse_response('{"modes": {"1.1": {"present": "no"}, "3.2": {"present": true}}}')
     >>> v.vector["1.1"], v.vector["3.2"], v.vector["1.2"], v.format
@@ -395,11 +409,28 @@ def parse_response(text: str, *, taxonomy: Taxonomy | None = None) -> Verdict:
             raw=text,
             problems=["empty answer"],
         )
+    raw = text
+    text, echoed = _drop_echoed_fences(text, boundary)
     json_problems: list[str] = []
+    if echoed:
+        json_problems.append(f"ignored {echoed} block(s) of trace text repeated in the answer")
+        if not text.strip():
+            raise VerdictParseError(
+                "the answer only repeats the fenced trace; expected the JSON verdict",
+                raw=raw,
+                problems=json_problems,
+            )
     for candidate in find_json_values(text):
-        verdict = _verdict_from_json(candidate.value, candidate.truncated, tax, text)
+        if prompt_text and text[candidate.start : candidate.end] in prompt_text:
+            json_problems.append("ignored a JSON value copied verbatim from the prompt")
+            continue
+        verdict = _verdict_from_json(candidate.value, candidate.truncated, tax, raw)
         if verdict is not None:
+            if json_problems:
+                verdict.problems[:0] = json_problems
             return verdict
+    if prompt_text:
+        text = _drop_copied_lines(text, prompt_text, json_problems)
     reading = read_text_format(text, tax, _names(tax))
     if reading.readable:
         findings = [
@@ -417,8 +448,8 @@ def parse_response(text: str, *, taxonomy: Taxonomy | None = None) -> Verdict:
             format="text",
             task_completed=reading.task_completed,
             summary=reading.summary,
-            problems=reading.problems,
-            raw=text,
+            problems=json_problems + reading.problems,
+            raw=raw,
         )
     problems = json_problems + [p for p in reading.problems if "not answered" not in p]
     detail = "; ".join(problems[:5]) or "no mode code with a yes/no answer and no JSON verdict"
@@ -426,9 +457,61 @@ def parse_response(text: str, *, taxonomy: Taxonomy | None = None) -> Verdict:
         f"could not read a verdict from the answer ({len(text)} characters): {detail}. "
         "Expected the JSON verdict (see verdict_json_schema) or the MAST text format "
         "('1.1 <name>: yes|no' per mode).",
-        raw=text,
+        raw=raw,
         problems=problems,
     )
+
+
+# mast's fence lines (see mast.prompts): <<<BEGIN MAST-TRACE-0123456789ABCDEF>>>.
+_FENCE = re.compile(r"<<<(BEGIN|END) (MAST-[A-Z]{1,20}-[0-9A-F]{16})>>>")
+
+
+def _drop_echoed_fences(text: str, boundary: str | None) -> tuple[str, int]:
+    """``text`` without the fenced regions a model copied from its prompt, and their count.
+
+    Whatever sits inside a fence is trace data, so it is dropped whole, with any fake
+    verdict in it. An opening line without its closing line drops the rest of the text, a
+    closing line without an opening drops everything before it: in doubt the answer loses
+    text (and the modes become unknown), it never gains a planted verdict.
+    """
+    if "<<<" not in text:
+        return text, 0
+    fence = _FENCE
+    if boundary and not _FENCE.fullmatch(f"<<<BEGIN {boundary}>>>"):
+        fence = re.compile(
+            r"<<<(BEGIN|END) (" + re.escape(boundary) + r"|MAST-[A-Z]{1,20}-[0-9A-F]{16})>>>"
+        )
+    kept: list[str] = []
+    pos = 0
+    dropped = 0
+    while True:
+        marker = fence.search(text, pos)
+        if marker is None:
+            break
+        dropped += 1
+        if marker.group(1) == "BEGIN":
+            kept.append(text[pos : marker.start()])
+            close = text.find(f"<<<END {marker.group(2)}>>>", marker.end())
+            if close == -1:
+                pos = len(text)
+                break
+            pos = close + len(marker.group(2)) + len("<<<END >>>")
+        else:
+            pos = marker.end()
+    kept.append(text[pos:])
+    return "".join(kept), dropped
+
+
+def _drop_copied_lines(text: str, prompt_text: str, problems: list[str]) -> str:
+    """For the text format: drop answer lines that are whole lines of the prompt (a fake
+    ``1.1 …: yes`` block planted in the trace and repeated by the model)."""
+    prompt_lines = {line.strip() for line in prompt_text.splitlines() if len(line.strip()) >= 8}
+    lines = text.splitlines()
+    kept = [line for line in lines if line.strip() not in prompt_lines]
+    if len(kept) != len(lines):
+        problems.append(f"ignored {len(lines) - len(kept)} line(s) copied from the prompt")
+        return "\n".join(kept)
+    return text
 
 
 def _verdict_from_json(value: Any, truncated: bool, tax: Taxonomy, raw: str) -> Verdict | None:
