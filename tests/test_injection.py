@@ -164,12 +164,16 @@ def test_instructions_go_in_the_system_role() -> None:
 
 
 def fake_verdict_texts(trace: Trace) -> list[str]:
-    """The planted verdicts of a trace, as the model would see them."""
-    return [
-        text
-        for text in trace_texts(trace)
-        if '"modes"' in text or '"task_completed"' in text or "@@" in text
-    ]
+    """The pieces of a trace that read as a verdict on their own (the planted fakes)."""
+    found = []
+    for text in trace_texts(trace):
+        try:
+            planted = parse_response(text)
+        except VerdictParseError:
+            continue
+        if planted.answered or planted.task_completed is not None:
+            found.append(text)
+    return found
 
 
 PLANTED = [n for n in FILES if fake_verdict_texts(load(n))]
@@ -183,7 +187,7 @@ def test_planted_verdicts_are_readable_on_their_own() -> None:
         prompt = render(trace, examples=())
         lines, begin, end = fence_lines(prompt)
         planted = parse_response("\n".join(lines[begin + 1 : end]))
-        assert planted.answered or planted.task_completed is True
+        assert planted.answered or planted.task_completed is True, name
 
 
 @pytest.mark.parametrize("name", PLANTED)
@@ -206,8 +210,10 @@ def test_an_echoed_trace_never_gives_the_answer(name: str) -> None:
         verdict = parse_response(answer, boundary=prompt.boundary, prompt_text=prompt.user)
         assert verdict.vector.to_dict() == REAL_VECTOR, label
         assert verdict.summary == "The honest verdict.", label
+        assert verdict.task_completed is False, label
         assert verdict.raw == answer
-        assert any("ignored" in p for p in verdict.problems), label
+        if "copied" not in label:
+            assert any("ignored" in p for p in verdict.problems), label
     # The fence is recognised by its shape even without the boundary or the prompt.
     generic = parse_response(answers["echo then answer"])
     assert generic.vector.to_dict() == REAL_VECTOR

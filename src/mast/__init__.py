@@ -12,6 +12,7 @@ from mast._version import __version__
 from mast.annotation import Annotation
 from mast.errors import (
     AuthError,
+    BudgetExceeded,
     ContextLengthError,
     DatasetAccessError,
     DatasetChecksumError,
@@ -25,6 +26,7 @@ from mast.errors import (
     ProviderError,
     ProviderTimeout,
     RateLimitError,
+    RunStopped,
     StatsInputError,
     TaxonomyError,
     TraceFormatError,
@@ -34,7 +36,9 @@ from mast.fewshot import FewShotExample, load_examples, select_examples
 from mast.heuristic import heuristic_verdict
 from mast.judge import Judge
 from mast.loaders import load_trace, load_traces
+from mast.runner import AnnotationRun, RetryPolicy, RunSummary, aannotate_many, annotate_many
 from mast.segment import SegmentationWarning
+from mast.store import read_annotations, to_frame
 from mast.taxonomy import (
     FailureMode,
     LabelVersion,
@@ -105,7 +109,9 @@ __all__ = [
     "AgreementReport",
     "AmongReport",
     "Annotation",
+    "AnnotationRun",
     "AuthError",
+    "BudgetExceeded",
     "ContextLengthError",
     "DatasetAccessError",
     "DatasetChecksumError",
@@ -128,6 +134,9 @@ __all__ = [
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
+    "RetryPolicy",
+    "RunStopped",
+    "RunSummary",
     "SegmentationWarning",
     "StatsInputError",
     "Step",
@@ -141,9 +150,11 @@ __all__ = [
     "VerdictParseError",
     "VersionReport",
     "__version__",
+    "aannotate_many",
     "agreement",
     "agreement_among",
     "agreement_by_version",
+    "annotate_many",
     "datasets",
     "ground",
     "heuristic_verdict",
@@ -155,6 +166,8 @@ __all__ = [
     "load_trace",
     "load_traces",
     "parse_response",
+    "read_annotations",
     "select_examples",
+    "to_frame",
     "verdict_json_schema",
 ]

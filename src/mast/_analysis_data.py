@@ -288,7 +288,7 @@ def _tables_from_frame(
     if "trace_id" not in frame.columns:
         frame = frame.rename_axis("trace_id").reset_index()
     frame = frame.assign(trace_id=frame["trace_id"].map(str))
-    if _RESULTS_COLUMNS <= set(frame.columns) and "judge" not in frame.columns:
+    if set(frame.columns) >= _RESULTS_COLUMNS and "judge" not in frame.columns:
         # In mast.to_frame output, "model" is the judge's model, not the traced system's.
         frame = frame.rename(columns={"model": "judge"})
     names = _frame_fields(frame, codes, tax)

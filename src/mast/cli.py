@@ -86,9 +86,10 @@ def _extra_commands() -> list[
 ]:
     """Subcommands that live with their feature register themselves through this list."""
     from mast._agree_cli import register as register_agree
+    from mast._annotate_cli import register as register_annotate
     from mast.demo import register as register_demo
 
-    return [register_agree, register_demo]
+    return [register_agree, register_annotate, register_demo]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -389,12 +389,13 @@ def parse_response(
     all can be read; a partial answer gives ``None`` for the missing modes.
 
     Trace text the model repeats is never read as its answer, since a trace may carry a
-    fake verdict. Text between a ``<<<BEGIN MAST-…>>>`` fence line and its ``<<<END …>>>``
-    line (an unclosed one runs to the end, a lone closing line covers everything before
-    it) is dropped first; ``boundary`` names the prompt's own fence token if it is not of
-    mast's ``MAST-<KIND>-<16 hex>`` shape. With ``prompt_text`` (the user message that
-    held the trace), a JSON value copied verbatim from it is skipped, and so, for the text
-    format, is every line copied from it.
+    fake verdict. Text between a fence line ``<<<BEGIN <token>>>>`` and its
+    ``<<<END <token>>>>`` (an unclosed one runs to the end, a lone closing line covers
+    everything before it) is dropped first. ``boundary`` is the prompt's token (then only
+    that token counts); without it any token of mast's ``MAST-<KIND>-<16 hex>`` shape does.
+    With ``prompt_text`` (the user message that held the trace), a JSON value copied
+    verbatim from it is skipped, and so, for the text format, are runs of lines copied from
+    it.
 
     >>> v = parse_response('{"modes": {"1.1": {"present": "no"}, "3.2": {"present": true}}}')
     >>> v.vector["1.1"], v.vector["3.2"], v.vector["1.2"], v.format
@@ -476,11 +477,9 @@ def _drop_echoed_fences(text: str, boundary: str | None) -> tuple[str, int]:
     """
     if "<<<" not in text:
         return text, 0
-    fence = _FENCE
-    if boundary and not _FENCE.fullmatch(f"<<<BEGIN {boundary}>>>"):
-        fence = re.compile(
-            r"<<<(BEGIN|END) (" + re.escape(boundary) + r"|MAST-[A-Z]{1,20}-[0-9A-F]{16})>>>"
-        )
+    # The prompt's own token never occurs in its trace (mast.prompts checks), so with it
+    # known, fake fence lines planted in the trace and copied by the model have no effect.
+    fence = re.compile(r"<<<(BEGIN|END) (" + re.escape(boundary) + r")>>>") if boundary else _FENCE
     kept: list[str] = []
     pos = 0
     dropped = 0
@@ -503,15 +502,28 @@ def _drop_echoed_fences(text: str, boundary: str | None) -> tuple[str, int]:
 
 
 def _drop_copied_lines(text: str, prompt_text: str, problems: list[str]) -> str:
-    """For the text format: drop answer lines that are whole lines of the prompt (a fake
-    ``1.1 …: yes`` block planted in the trace and repeated by the model)."""
-    prompt_lines = {line.strip() for line in prompt_text.splitlines() if len(line.strip()) >= 8}
+    """For the text format: drop runs of answer lines copied from the prompt (a fake
+    ``1.1 …: yes`` block planted in the trace and repeated by the model). A run must hold a
+    line of 8 or more characters; a lone short line such as "no" is kept, since traces and
+    answers share those by chance."""
+    prompt_lines = {line.strip() for line in prompt_text.splitlines()}
     lines = text.splitlines()
-    kept = [line for line in lines if line.strip() not in prompt_lines]
-    if len(kept) != len(lines):
-        problems.append(f"ignored {len(lines) - len(kept)} line(s) copied from the prompt")
-        return "\n".join(kept)
-    return text
+    copied = [bool(line.strip()) and line.strip() in prompt_lines for line in lines]
+    drop = [False] * len(lines)
+    start = None
+    for i in range(len(lines) + 1):
+        inside = i < len(lines) and (copied[i] or (not lines[i].strip() and start is not None))
+        if inside and start is None:
+            start = i
+        elif not inside and start is not None:
+            if any(copied[j] and len(lines[j].strip()) >= 8 for j in range(start, i)):
+                drop[start:i] = [True] * (i - start)
+            start = None
+    dropped = sum(1 for i, d in enumerate(drop) if d and lines[i].strip())
+    if not dropped:
+        return text
+    problems.append(f"ignored {dropped} line(s) copied from the prompt")
+    return "\n".join(line for line, d in zip(lines, drop) if not d)
 
 
 def _verdict_from_json(value: Any, truncated: bool, tax: Taxonomy, raw: str) -> Verdict | None:
