@@ -99,6 +99,10 @@ class Reply:
     usage: dict[str, int] | None = field(default_factory=dict)
     delay: float = 0.0
     finish_reason: str | None = None
+    truncate_at: int | None = None  # send only this many body bytes, then close
+    truncate_share: float | None = None  # or only this share of them
+    drip: float = 0.0  # seconds between body chunks of drip_chunk bytes (slow drip)
+    drip_chunk: int = 64
 
     @classmethod
     def text(
@@ -165,6 +169,22 @@ class Reply:
     def with_delay(self, delay: float) -> Reply:
         """This reply, answered after ``delay`` seconds."""
         self.delay = delay
+        return self
+
+    def truncated(self, keep: int | float = 0.5) -> Reply:
+        """This reply with its body cut: the headers announce the full length, then only
+        ``keep`` bytes (an int) or that share of them (a float) arrive and the connection
+        closes (a proxy or server dying mid-answer)."""
+        if isinstance(keep, float):
+            self.truncate_share = keep
+        else:
+            self.truncate_at = keep
+        return self
+
+    def dripping(self, interval: float, *, chunk: int = 64) -> Reply:
+        """This reply with its body sent ``chunk`` bytes at a time, ``interval`` seconds
+        apart (a slow or congested server: each read succeeds, the whole takes long)."""
+        self.drip, self.drip_chunk = interval, chunk
         return self
 
 
@@ -300,6 +320,7 @@ class FakeLLMServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.batch_polls = 1
+        self.batch_error: Reply | None = None  # answer every batch-API request with this
         self.batch_requests: list[Recorded] = []
         self.batches: dict[str, dict[str, Any]] = {}
         self.files: dict[str, bytes] = {}
@@ -700,6 +721,9 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 server._leave()
 
         def _batch_post(self, request: Recorded) -> None:
+            if server.batch_error is not None:
+                self._answer(server.batch_error, request)
+                return
             try:
                 if request.path == OPENAI_FILES:
                     data, fields = _multipart_file(
@@ -730,20 +754,31 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     self.connection.close()
                 return
             if reply.kind == "raw":
-                self._send_bytes(reply.status, reply.body, reply.content_type, reply.headers)
+                self._send_bytes(reply.status, reply.body, reply.content_type, reply.headers, reply)
             elif reply.kind == "error":
-                self._send(reply.status, _error_body(reply, provider), reply.headers)
+                self._send(reply.status, _error_body(reply, provider), reply.headers, reply)
             elif provider == "anthropic":
-                self._send(200, _anthropic_body(reply, request), reply.headers)
+                self._send(200, _anthropic_body(reply, request), reply.headers, reply)
             else:
-                self._send(200, _openai_body(reply, request), reply.headers)
+                self._send(200, _openai_body(reply, request), reply.headers, reply)
 
-        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self,
+            status: int,
+            payload: Any,
+            headers: dict[str, str] | None = None,
+            reply: Reply | None = None,
+        ) -> None:
             data = json.dumps(payload).encode("utf-8")
-            self._send_bytes(status, data, "application/json", headers or {})
+            self._send_bytes(status, data, "application/json", headers or {}, reply)
 
         def _send_bytes(
-            self, status: int, data: bytes, content_type: str, headers: dict[str, str]
+            self,
+            status: int,
+            data: bytes,
+            content_type: str,
+            headers: dict[str, str],
+            reply: Reply | None = None,
         ) -> None:
             self.send_response(status)
             self.send_header("content-type", content_type)
@@ -751,6 +786,21 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if reply is not None and (reply.truncate_at, reply.truncate_share) != (None, None):
+                share = reply.truncate_share
+                keep = int(len(data) * share) if share is not None else reply.truncate_at or 0
+                self.wfile.write(data[: max(0, min(keep, len(data) - 1))])
+                self.wfile.flush()
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if reply is not None and reply.drip > 0:
+                for start in range(0, len(data), reply.drip_chunk):
+                    self.wfile.write(data[start : start + reply.drip_chunk])
+                    self.wfile.flush()
+                    time.sleep(reply.drip)
+                return
             self.wfile.write(data)
             self.wfile.flush()
 

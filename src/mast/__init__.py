@@ -59,6 +59,8 @@ from mast.verdict import (
 
 if _TYPE_CHECKING:
     from mast import agree as agree
+    from mast import analysis as analysis
+    from mast import plots as plots
     from mast import stats as stats
     from mast.agree import (
         AgreementReport,
@@ -81,7 +83,9 @@ _LAZY = {
     "agreement": "mast.agree",
     "agreement_among": "mast.agree",
     "agreement_by_version": "mast.agree",
+    "analysis": None,
     "labels_of": "mast.agree",
+    "plots": None,
     "stats": None,
 }
 
@@ -154,6 +158,7 @@ __all__ = [
     "agreement",
     "agreement_among",
     "agreement_by_version",
+    "analysis",
     "annotate_many",
     "datasets",
     "ground",
@@ -166,6 +171,7 @@ __all__ = [
     "load_trace",
     "load_traces",
     "parse_response",
+    "plots",
     "read_annotations",
     "select_examples",
     "to_frame",

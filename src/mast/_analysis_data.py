@@ -41,7 +41,15 @@ from mast.errors import StatsInputError
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.trace import Trace
 
-__all__ = ["MISSING", "Excluded", "VectorData", "category_values", "collect", "trace_fields"]
+__all__ = [
+    "MISSING",
+    "Excluded",
+    "VectorData",
+    "category_values",
+    "collect",
+    "scalar",
+    "trace_fields",
+]
 
 MISSING = "(none)"
 """Group label of traces whose grouping field is empty (shown, never dropped)."""
@@ -199,7 +207,7 @@ def _codes(modes: Iterable[str] | None, tax: Taxonomy) -> list[str]:
     return [c for c in tax.codes if c in chosen]  # canonical order
 
 
-def _scalar(value: object) -> object:
+def scalar(value: object) -> object:
     """A field value as a plain scalar; NaN, NA and empty become None, enums their value."""
     if isinstance(value, Enum):
         value = value.value
@@ -214,6 +222,12 @@ def _scalar(value: object) -> object:
     if isinstance(value, str) and not value.strip():
         return None
     return value
+
+
+def _objects(values: Sequence[object], index: pd.Index) -> pd.Series:
+    """A column of plain Python values with ``None`` for missing ones (object dtype, so
+    pandas never turns ``None`` into NaN or infers a string dtype)."""
+    return pd.Series([scalar(v) for v in values], index=index, dtype=object)
 
 
 def trace_fields(traces: object) -> pd.DataFrame:
@@ -260,9 +274,10 @@ def trace_fields(traces: object) -> pd.DataFrame:
             "mast.Trace, a DataFrame (trace_id column or index) or {trace_id: {field: value}}"
         )
     for column in frame.columns:
-        frame[column] = frame[column].astype(object).map(_scalar)
+        frame[column] = _objects(frame[column].tolist(), frame.index)
     frame.index.name = "trace_id"
-    return frame
+    result: pd.DataFrame = frame
+    return result
 
 
 def _is_frame(value: object) -> bool:
@@ -340,7 +355,7 @@ def collect(
         items: object = data
         if isinstance(data, Iterable) and not isinstance(data, Mapping):
             items = list(data)
-            if items and all(isinstance(t, Trace) for t in items):  # type: ignore[union-attr]
+            if items and all(isinstance(t, Trace) for t in items):
                 # Traces carrying labels: their own fields come along unless traces= is given.
                 traces = items if traces is None else traces
         tables = [
@@ -367,9 +382,14 @@ def collect(
         fields = pd.DataFrame({"trace_id": pd.Series([], dtype=object)})
     if field_rows is not None:
         on = [c for c in ("run", "judge", "trace_id") if c in fields.columns]
+        # Merge keys as plain objects (None, not NaN) on both sides: an all-empty judge
+        # column would otherwise be float on one side and object on the other.
+        for column in on:
+            fields[column] = _objects(fields[column].tolist(), fields.index)
+            field_rows[column] = _objects(field_rows[column].tolist(), field_rows.index)
         fields = fields.merge(field_rows, on=on, how="left")
     for column in fields.columns:
-        fields[column] = fields[column].astype(object).map(_scalar)
+        fields[column] = _objects(fields[column].tolist(), fields.index)
     excluded = Excluded(
         failed={k: sorted(v, key=natural_key) for k, v in failed.items()},
         unknown_codes=dict(sorted(unknown_codes.items())),
@@ -388,12 +408,13 @@ def _join(data: VectorData, traces: object) -> VectorData:
     for column in extra.columns:
         looked_up = [extra.at[i, column] if i in known else None for i in ids]
         if column in fields.columns:
-            fields[column] = [
+            merged = [
                 mine if mine is not None else theirs
                 for mine, theirs in zip(fields[column].tolist(), looked_up, strict=True)
             ]
+            fields[column] = _objects(merged, fields.index)
         else:
-            fields[column] = looked_up
+            fields[column] = _objects(looked_up, fields.index)
     missing = sorted({i for i in ids if i not in known}, key=natural_key)
     return dataclasses.replace(
         data, fields=fields, excluded=data.excluded.replace(no_fields=missing)

@@ -101,6 +101,8 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
             "run the same command again to resume",
             file=sys.stderr,
         )
+    if summary.stopped and summary.done + summary.failed_total == 0:
+        return 1  # stopped before anything could be done
     ok = sum(a.status == "ok" for a in run)
     return 0 if ok else 1
 

@@ -126,7 +126,9 @@ class ResponseCache:
             target = target / CACHE_FILE
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(target), timeout=30.0)
+            # Not shared between threads at once, but annotate_many may run in a worker
+            # thread (inside a notebook's event loop) with a cache the caller opened.
+            self._db = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False)
             # WAL + NORMAL: every commit survives a killed process, and readers never block.
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -164,19 +166,17 @@ class ResponseCache:
     def get(self, key: str) -> CachedResponse | None:
         """The stored answer for ``key``, or None."""
         row = self._db.execute(
-            "SELECT text, usage, response_model, response_id, finish_reason, via_tool, "
-            "latency_s, batch, charged, model FROM responses WHERE key = ?",
+            "SELECT text, usage, COALESCE(response_model, model), response_id, finish_reason, "
+            "via_tool, latency_s, batch, charged FROM responses WHERE key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        text, usage, response_model, response_id, finish, via_tool, latency, batch, charged = row[
-            :9
-        ]
+        text, usage, model, response_id, finish, via_tool, latency, batch, charged = row
         completion = Completion(
             text=text,
             usage=Usage.model_validate_json(usage),
-            model=response_model or row[9],
+            model=model,
             response_id=response_id,
             latency_s=float(latency or 0.0),
             finish_reason=finish,
@@ -194,10 +194,17 @@ class ResponseCache:
         prompt_hash: str | None = None,
         batch: bool = False,
         charged: bool = False,
+        replace: bool = False,
     ) -> None:
-        """Store (or replace) the answer for ``key``; committed before returning."""
+        """Store the answer for ``key``, committed before returning.
+
+        An existing entry is kept unless ``replace``: the first answer wins, and storing
+        the same batch results twice (a rerun collecting them again) cannot make an
+        answer that was already charged look unpaid.
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         self._db.execute(
-            "INSERT OR REPLACE INTO responses (key, provider, model, prompt_hash, text, usage, "
+            f"{verb} INTO responses (key, provider, model, prompt_hash, text, usage, "
             "response_model, response_id, finish_reason, via_tool, latency_s, batch, charged, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (

@@ -88,8 +88,9 @@ def _extra_commands() -> list[
     from mast._agree_cli import register as register_agree
     from mast._annotate_cli import register as register_annotate
     from mast.demo import register as register_demo
+    from mast.report import register as register_report
 
-    return [register_agree, register_annotate, register_demo]
+    return [register_agree, register_annotate, register_demo, register_report]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

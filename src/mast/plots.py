@@ -183,8 +183,9 @@ def category_stack(
     groups = list(dict.fromkeys(_group_label(r, by) for _, r in table.iterrows()))
     cats = list(dict.fromkeys(table["row"].tolist()))
     names = dict(zip(table["row"], table["name"], strict=True))
+    own = ax is None
     if ax is None:
-        fig, (ax,) = _new_figure(7.5, 1.2 + 0.45 * len(groups))
+        fig, (ax,) = _new_figure(7.5, 1.4 + 0.45 * len(groups))
     else:
         fig = _figure_of(ax)
     for gi, group in enumerate(groups):
@@ -223,7 +224,10 @@ def category_stack(
     ax.set_xlim(0, 1.12 if value == "share_of_flags" else None)
     _percent_axis(ax)
     ax.set_xlabel("share of all flags" if value == "share_of_flags" else "share of traces")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=len(cats))
+    if own:  # below the plot, outside the axes
+        fig.legend(fontsize=7, loc="outside lower center", ncol=max(len(cats), 1))
+    else:
+        ax.legend(fontsize=7)
     ax.set_title(title or "Failure categories: share of all flags", fontsize=10)
     return fig
 
@@ -235,11 +239,20 @@ def cooccurrence_heatmap(
     ax: Axes | None = None,
     title: str | None = None,
     annotate: bool | None = None,
+    drop_undefined: bool = True,
 ) -> Figure:
-    """Heatmap of phi (-1 … 1) or of P(column | row) (0 … 1); grey cells are undefined."""
+    """Heatmap of phi (-1 … 1) or of P(column | row) (0 … 1); grey cells are undefined.
+
+    With ``drop_undefined`` modes that were never flagged are left out (their rows would be
+    all grey); cells are annotated with their values up to 16 modes (``annotate``).
+    """
     import matplotlib as mpl
 
     matrix = result.phi if kind == "phi" else result.conditional
+    if drop_undefined:
+        # Modes never flagged (or never known) have no defined cell: they only add grey.
+        keep = [c for c in matrix.index if result.joint.loc[c, c] > 0]
+        matrix = matrix.loc[keep, keep]
     values = matrix.to_numpy(dtype=float).copy()
     codes = [str(c) for c in matrix.index]
     m = len(codes)
@@ -390,8 +403,9 @@ def modes_per_trace(
     by = result.by
     groups = [_group_label(r, by) for _, r in table.iterrows()]
     n = len(groups)
+    own = ax is None
     if ax is None:
-        fig, (ax,) = _new_figure(7.0, 1.2 + 0.45 * max(n, 1))
+        fig, (ax,) = _new_figure(7.0, 1.5 + 0.45 * max(n, 1))
     else:
         fig = _figure_of(ax)
     y = np.arange(n)[::-1].astype(float)
@@ -424,7 +438,10 @@ def modes_per_trace(
     ax.set_xlim(left=0)
     ax.set_xlabel("failure modes per trace (mean)")
     ax.grid(axis="x", color="0.92")
-    ax.legend(fontsize=7, loc="lower right")
+    if own:
+        fig.legend(fontsize=7, loc="outside lower center", ncol=3)
+    else:
+        ax.legend(fontsize=7)
     ax.set_title(title or result._title(), fontsize=10)
     return fig
 

@@ -67,6 +67,7 @@ class SecretPattern:
     regex: re.Pattern[str]
     group: int | tuple[int, ...] = 0
     check: Callable[[str], bool] | None = None
+    caseless: bool = False
 
     @classmethod
     def make(
@@ -77,16 +78,19 @@ class SecretPattern:
         group: int | tuple[int, ...] = 0,
         flags: int = 0,
         check: Callable[[str], bool] | None = None,
+        caseless: bool = False,
     ) -> SecretPattern:
         """Compile ``pattern``; ``kind`` names the placeholder (letters, digits, ``_``).
-        ``group`` may be a tuple of alternative groups: the first that matched is the secret."""
+        ``group`` may be a tuple of alternative groups: the first that matched is the secret.
+        ``caseless=True`` runs a lower-case ``pattern`` on the lower-cased text (a faster
+        ``re.IGNORECASE``); the secret and ``check`` still see the original text."""
         if not re.fullmatch(r"[A-Za-z0-9_]+", kind):
             raise ValueError(f"secret kind must be letters, digits or '_', got {kind!r}")
         regex = re.compile(pattern, flags)
         for number in group if isinstance(group, tuple) else (group,):
             if number > regex.groups:
                 raise ValueError(f"pattern {pattern!r} has no group {number}")
-        return cls(kind=kind, regex=regex, group=group, check=check)
+        return cls(kind=kind, regex=regex, group=group, check=check, caseless=caseless)
 
 
 @dataclass(frozen=True)
@@ -142,32 +146,43 @@ def _not_placeholder(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------- patterns
+# Speed: a pattern that starts with a literal is found by a fast substring scan, so the
+# "not part of a longer identifier" test comes right after the literal, as a lookbehind.
+# Case-insensitive patterns are written in lower case and run on the lower-cased text
+# (``caseless=True``), several times faster than ``re.IGNORECASE`` on megabyte logs.
 
-# A token may not run on from (or into) a longer identifier.
-_L = r"(?<![A-Za-z0-9_\-])"
+
+def _token(prefix: str, width: int | None = None) -> str:
+    """``prefix`` (a regex of fixed ``width``) not preceded by an identifier character."""
+    width = len(prefix) if width is None else width
+    return prefix + r"(?<![A-Za-z0-9_\-]" + "." * width + ")"
+
+
 _R = r"(?![A-Za-z0-9_\-])"
-
-_PASSWORD_NAME = r"[A-Za-z0-9_.\-]*?(?:passw(?:or)?d|pwd|passphrase)"
+_PASSWORD_NAME = r"(?:passw(?:or)?d|pwd|passphrase)"
 _SECRET_NAME = (
-    r"[A-Za-z0-9_.\-]*?(?:secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key"
-    r"|auth[_\-]?key|credentials?)"
+    r"(?:secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|auth[_\-]?key"
+    r"|credentials?)"
 )
 
 
 def _assignments(kind: str, name: str) -> tuple[SecretPattern, SecretPattern]:
-    """``name = "value"`` (quoted: the quotes stay) and ``name=value`` (unquoted)."""
-    head = r"(?i)(?<![A-Za-z0-9])" + name + r"[\"']?\s*(?:=>|:=|[:=])[ \t]*(?!\[REDACTED)"
+    """``name = "value"`` (quoted: the quotes stay) and ``name=value`` (unquoted); the name
+    may carry a prefix (``DB_PASSWORD``, ``client_secret``), which stays as it is."""
+    head = name + r"[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*(?!\[redacted)"
     quoted = SecretPattern.make(
         kind,
         head + r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})')",
         group=(1, 2),
         check=_not_placeholder,
+        caseless=True,
     )
     bare = SecretPattern.make(
         kind,
         head + r"([^\s\"',;(){}\[\]<>]{6,200})(?![^\s\"',;{}\[\]<>])",
         group=1,
         check=lambda s: _random_token(s) and _not_placeholder(s),
+        caseless=True,
     )
     return quoted, bare
 
@@ -182,76 +197,92 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
         r"|(?:(?:\s|\\[rn])+(?:[A-Za-z-]+:[^\n\\]*|[A-Za-z0-9+/=]{16,}))*)",
     ),
     SecretPattern.make(
-        "jwt", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*" + _R
+        "jwt", _token("eyJ") + r"[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*" + _R
     ),
     # Provider keys by prefix. sk-ant- before the generic OpenAI sk- form.
-    SecretPattern.make("anthropic_key", _L + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    SecretPattern.make("anthropic_key", _token("sk-ant-") + r"[A-Za-z0-9_\-]{20,}"),
     SecretPattern.make(
         "openai_key",
-        _L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+        _token("sk-") + r"(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
         check=_random_token,
     ),
-    SecretPattern.make("gitlab_token", _L + r"glpat-[A-Za-z0-9_\-]{20,}" + _R),
-    SecretPattern.make("google_api_key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R),
+    SecretPattern.make("gitlab_token", _token("glpat-") + r"[A-Za-z0-9_\-]{20,}" + _R),
+    SecretPattern.make("google_api_key", _token("AIza") + r"[0-9A-Za-z_\-]{35}" + _R),
     SecretPattern.make(
-        "github_token", _L + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})" + _R
+        "github_token",
+        r"(?:"
+        + _token("gh[pousr]_", 4)
+        + r"[A-Za-z0-9]{36,}|"
+        + _token("github_pat_")
+        + r"[A-Za-z0-9_]{22,})"
+        + _R,
     ),
     SecretPattern.make(
-        "slack_token", _L + r"xox[abposre]-[A-Za-z0-9\-]{10,}", check=lambda s: _has(s, "digit")
+        "slack_token",
+        _token("xox[abposre]-", 5) + r"[A-Za-z0-9\-]{10,}",
+        check=lambda s: _has(s, "digit"),
     ),
     SecretPattern.make(
         "slack_webhook",
         r"https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+",
     ),
     SecretPattern.make(
-        "stripe_key", _L + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}" + _R, check=_random_token
+        "stripe_key",
+        _token("[srp]k_(?:live|test)_", 8) + r"[A-Za-z0-9]{16,}" + _R,
+        check=_random_token,
     ),
-    SecretPattern.make("huggingface_token", _L + r"hf_[A-Za-z0-9]{30,}" + _R, check=_mixed_case),
+    SecretPattern.make(
+        "huggingface_token", _token("hf_") + r"[A-Za-z0-9]{30,}" + _R, check=_mixed_case
+    ),
     SecretPattern.make(
         "aws_access_key_id",
-        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)"
+        r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)(?<![A-Za-z0-9]....)"
         r"[A-Z0-9]{16}(?![A-Za-z0-9])",
     ),
     SecretPattern.make(
         "aws_secret_key",
-        r"(?i)(?:aws[_\-]?secret(?:[_\-]?access)?[_\-]?key|secret[_\-]?access[_\-]?key)"
-        r"[\"']?\s*(?:=>|[:=])\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        r"(?:aws[_\-]?secret(?:[_\-]?access)?[_\-]?key|secret[_\-]?access[_\-]?key)"
+        r"[\"']?[ \t]*(?:=>|[:=])[ \t]*[\"']?([a-z0-9/+]{40})(?![a-z0-9/+])",
         group=1,
+        caseless=True,
     ),
     # Authorization headers (the scheme stays, the credential goes).
     SecretPattern.make(
         "bearer_token",
-        r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)(?![A-Za-z0-9._~+/=\-])",
+        r"bearer(?<![a-z0-9_]......)[ \t]+([a-z0-9._~+/\-]{16,}=*)(?![a-z0-9._~+/=\-])",
         group=1,
         check=_random_token,
+        caseless=True,
     ),
     SecretPattern.make(
         "basic_auth",
-        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})",
+        r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?[ \t]*basic[ \t]+([a-z0-9+/]{6,}={0,2})",
         group=1,
+        caseless=True,
     ),
     SecretPattern.make(
         "api_key_header",
-        r"(?i)\b(?:x-api-key|api-key|x-auth-token|x-goog-api-key)[\"']?\s*[:=]\s*[\"']?"
-        r"([A-Za-z0-9._~+/\-]{12,})",
+        r"(?:x-api-key|api-key|x-auth-token|x-goog-api-key)[\"']?[ \t]*[:=][ \t]*[\"']?"
+        r"([a-z0-9._~+/\-]{12,})",
         group=1,
         check=lambda s: _random_token(s) and _not_placeholder(s),
+        caseless=True,
     ),
     # Passwords in URLs: scheme://user:password@host (user may be empty: redis://:pw@host).
     SecretPattern.make(
         "url_password",
-        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/?#@\"'<>\[\]]*:(?!\[REDACTED)"
-        r"([^\s@/?#\"'<>]+)@(?=[A-Za-z0-9\[])",
+        r"://[^\s:/?#@\"'<>\[\]]*:(?!\[redacted)([^\s@/?#\"'<>]+)@(?=[a-z0-9\[])",
         group=1,
         check=_not_placeholder,
+        caseless=True,
     ),
     # Connection strings: Server=…;User Id=…;Password=…;  and --password=… on command lines.
     SecretPattern.make(
         "password",
-        r"(?i)(?:^|(?<=[;\s\"'\-]))(?:password|pwd)\s*=\s*(?!\[REDACTED)([^;\s\"'&()]+)"
-        r"(?=[;\s\"'&]|$)",
+        r"(?:password|pwd)[ \t]*=[ \t]*(?!\[redacted)([^;\s\"'&()]+)(?=[;\s\"'&]|$)",
         group=1,
         check=_not_placeholder,
+        caseless=True,
     ),
     # NAME=value / "name": "value" / name: value, for names that say they hold a secret.
     *_assignments("password", _PASSWORD_NAME),
@@ -340,25 +371,21 @@ class Redactor:
             if secret in text:
                 counts[kind] += text.count(secret)
                 text = text.replace(secret, placeholder(kind))
+        lowered: str | None = None
         for pattern in self.patterns:
-            text = self._apply(pattern, text, counts)
+            haystack, ignorecase = text, False
+            if pattern.caseless:
+                if lowered is None:
+                    lowered = text.lower()
+                # lower() only ever lengthens a string (e.g. "İ"): same length, same offsets.
+                if len(lowered) == len(text):
+                    haystack = lowered
+                else:
+                    ignorecase = True
+            new = _apply(pattern, text, haystack, counts, ignorecase=ignorecase)
+            if new is not text:
+                text, lowered = new, None
         return text
-
-    @staticmethod
-    def _apply(pattern: SecretPattern, text: str, counts: Counter[str]) -> str:
-        groups = pattern.group if isinstance(pattern.group, tuple) else (pattern.group,)
-
-        def replace(match: re.Match[str]) -> str:
-            number = next((g for g in groups if match.group(g) is not None), groups[0])
-            secret = match.group(number)
-            if not secret or (pattern.check is not None and not pattern.check(secret)):
-                return match.group(0)
-            counts[pattern.kind] += 1
-            whole, start = match.group(0), match.start()
-            a, b = match.start(number) - start, match.end(number) - start
-            return whole[:a] + placeholder(pattern.kind) + whole[b:]
-
-        return pattern.regex.sub(replace, text)
 
     # ------------------------------------------------------------------ traces
     def redact_trace(self, trace: Trace) -> tuple[Trace, dict[str, int]]:
@@ -433,6 +460,37 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self._redact_each(v, counts) for v in value]
         return value
+
+
+def _apply(
+    pattern: SecretPattern,
+    text: str,
+    haystack: str,
+    counts: Counter[str],
+    *,
+    ignorecase: bool = False,
+) -> str:
+    """Replace ``pattern``'s secrets in ``text``, matching on ``haystack`` (``text`` or its
+    lower-cased copy, same offsets). Returns ``text`` itself when nothing changed."""
+    groups = pattern.group if isinstance(pattern.group, tuple) else (pattern.group,)
+    regex = pattern.regex
+    if ignorecase:  # rare: lower() changed the length, so match the original text
+        regex = re.compile(regex.pattern, regex.flags | re.IGNORECASE)
+    pieces: list[str] = []
+    pos = 0
+    for match in regex.finditer(haystack):
+        number = next((g for g in groups if match.start(g) != -1), groups[0])
+        a, b = match.span(number)
+        secret = text[a:b]
+        if not secret or (pattern.check is not None and not pattern.check(secret)):
+            continue
+        counts[pattern.kind] += 1
+        pieces += (text[pos:a], placeholder(pattern.kind))
+        pos = b
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 _DEFAULT: Redactor | None = None

@@ -34,6 +34,7 @@ stay in the judge):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -320,10 +321,12 @@ class _Runner:
         self.stopped: _Stop | None = None
         self.chars_per_token = CHARS_PER_TOKEN
         self.inflight: dict[str, asyncio.Future[Completion]] = {}
-        # Batch mode: answers to fetch by batch (key -> request body), keys to call live.
-        self.deferred: dict[str, dict[str, Any]] = {}
+        # Batch mode: answers to fetch by batch (key -> request body and its cost estimate
+        # at batch prices), and keys to call live instead (their batch item failed).
+        self.deferred: dict[str, tuple[dict[str, Any], float]] = {}
         self.live_keys: set[str] = set()
         self.batch_mode = False
+        self.batch_pending: list[tuple[int, Trace]] = []
 
     # ------------------------------------------------------------------ input
     def pending(self, traces: Iterable[Trace]) -> Iterator[tuple[int, Trace]]:
@@ -413,9 +416,8 @@ class _Runner:
                     return hit.completion
             if mode == "collect" and key not in self.live_keys:
                 assert self.judge.provider is not None and self.judge.call_config is not None
-                self.deferred[key] = self.judge.provider.request_body(
-                    prompt, self.judge.call_config
-                )
+                body = self.judge.provider.request_body(prompt, self.judge.call_config)
+                self.deferred[key] = (body, self.estimate(prompt, batch=True)[1])
                 raise _Deferred(key)
         calls.all_cached = False
         if key is None:
@@ -610,9 +612,10 @@ class _Runner:
         if not batch and state is not None and state.entries and self.judge.provider:
             # An earlier batch run left paid-for batches: collect them before going live.
             backend = batch_backend(self.judge.provider, self.judge.model_name)
-            for entry in list(state.entries):
-                if entry.provider == self.judge.provider_name:
-                    await self.collect(backend, state, entry)
+            with contextlib.suppress(_Stop):  # self.stopped is set: no worker will start
+                for entry in list(state.entries):
+                    if entry.provider == self.judge.provider_name:
+                        await self.collect(backend, state, entry)
         if batch:
             left = await self.run_batch(items)
         else:
@@ -631,15 +634,26 @@ class _Runner:
         self.batch_mode = True
         backend = batch_backend(self.judge.provider, self.judge.model_name)
         state = self.batch_state or BatchState(None)
+        pending = list(items)
+        try:
+            return await self._batch_rounds(backend, state, pending)
+        except _Stop:
+            # An authentication error from the batch API itself: what is left stays left.
+            return sorted(self.batch_pending, key=lambda item: item[0])
+
+    async def _batch_rounds(
+        self, backend: BatchBackend, state: BatchState, pending: list[tuple[int, Trace]]
+    ) -> list[tuple[int, Trace]]:
+        self.batch_pending = pending
         for entry in list(state.entries):
             # Submitted by an earlier run that did not live to collect it.
             if entry.provider == self.judge.provider_name:
                 await self.collect(backend, state, entry)
-        pending = list(items)
         exhausted: str | None = None
         for _round in range(self.max_batch_rounds):
             self.deferred = {}
             pending, stopped = await self.work(iter(pending), "collect")
+            self.batch_pending = pending
             if stopped or self.stopped is not None:
                 return sorted(pending + stopped, key=lambda item: item[0])
             if not pending:
@@ -662,18 +676,14 @@ class _Runner:
         return sorted(pending, key=lambda item: item[0])
 
     def fit_budget(
-        self, deferred: dict[str, dict[str, Any]]
+        self, deferred: dict[str, tuple[dict[str, Any], float]]
     ) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
         """The deferred requests that fit the budget at batch prices, and why the others
         do not (None when all fit)."""
         requests: list[tuple[str, dict[str, Any]]] = []
         planned = 0.0
-        for key, body in deferred.items():
+        for key, (body, estimate) in deferred.items():
             if self.budget is not None:
-                size = len(json.dumps(body, ensure_ascii=False))
-                prompt_tokens = int(size / self.chars_per_token) + 1
-                usage = Usage(input_tokens=prompt_tokens, output_tokens=self.judge.output_reserve)
-                estimate = self.price(usage, batch=True) or 0.0
                 if self.spent + planned + estimate > self.budget + 1e-12:
                     return requests, (
                         f"budget of ${self.budget:.4f} reached: ${self.spent:.4f} spent and "
@@ -823,6 +833,10 @@ async def aannotate_many(
         timeout = judge.call_config.timeout
     total = len(traces) if isinstance(traces, Sized) else None
     started = time.perf_counter()
+    if judge.provider is not None:
+        # Build the SDK client now, so that the first call the rate limiter lets go does
+        # not lag behind its slot while the client is made (and bunch up with the next).
+        judge.provider.client()
     store = ResultsStore(out) if out is not None else None
     opened_cache: ResponseCache | None = None
     try:

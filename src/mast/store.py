@@ -18,7 +18,7 @@ appendable. Nothing is ever rewritten in place; a record written later for the s
 ...     store.append(ann)
 >>> [a.trace_id for a in read_annotations(path)]
 ['t1']
->>> to_frame(read_annotations(path)).loc["t1", "1.1"]
+>>> bool(to_frame(read_annotations(path)).loc["t1", "1.1"])
 True
 """
 

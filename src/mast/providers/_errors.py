@@ -90,6 +90,25 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
+def unexpected_answer(
+    answer: Any, *, provider: str, model: str, expected: str, secret: str | None = None
+) -> ProviderError:
+    """The error for a successful HTTP answer that is not what the API returns (an HTML page
+    from a proxy, plain text from a misconfigured server): retryable, since gateways and
+    captive portals usually recover, and the runner's retries are bounded."""
+    text = answer if isinstance(answer, str) else repr(answer)
+    if secret:
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    snippet = text if len(text) <= 120 else text[:119] + "…"
+    return ProviderError(
+        f"{provider}/{model}: the server's answer is not {expected} "
+        f"({type(answer).__name__}: {snippet!r}); check base_url, or retry later",
+        provider=provider,
+        retryable=True,
+    )
+
+
 def translate_error(
     exc: BaseException, *, provider: str, model: str, env_var: str, secret: str | None = None
 ) -> ProviderError:

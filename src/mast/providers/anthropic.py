@@ -20,7 +20,7 @@ from typing import Any
 
 from mast.prompts import Prompt
 from mast.providers._base import CallConfig, Completion, Provider, StructuredMode, import_sdk
-from mast.providers._errors import translate_error
+from mast.providers._errors import translate_error, unexpected_answer
 from mast.usage import Usage
 
 TOOL_NAME = "record_mast_verdict"
@@ -114,6 +114,15 @@ class AnthropicProvider(Provider):
                 secret=self._api_key,
             ) from exc
         latency = time.perf_counter() - start
+        if not hasattr(response, "content") or isinstance(response, (str, bytes)):
+            # A 200 answer that is not JSON (an HTML page): the SDK hands back its text.
+            raise unexpected_answer(
+                response,
+                provider=self.name,
+                model=config.model,
+                expected="a Messages API message",
+                secret=self._api_key,
+            )
         texts: list[str] = []
         tool_input: Any = None
         for block in response.content or []:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mast.prompts import Prompt
 from mast.providers._base import CallConfig, Completion, Provider, import_sdk
-from mast.providers._errors import translate_error
+from mast.providers._errors import translate_error, unexpected_answer
 from mast.usage import Usage
 
 # o1, o3, o4-mini, gpt-5, gpt-5-mini, gpt-5.4 … (optionally behind an "org/" prefix).
@@ -93,6 +93,15 @@ class OpenAIProvider(Provider):
                 secret=self._api_key,
             ) from exc
         latency = time.perf_counter() - start
+        if not hasattr(response, "choices"):
+            # A 200 answer that is not JSON (an HTML page): the SDK hands back its text.
+            raise unexpected_answer(
+                response,
+                provider=self.name,
+                model=config.model,
+                expected="a chat completion",
+                secret=self._api_key,
+            )
         text, finish = "", None
         if response.choices:
             choice = response.choices[0]

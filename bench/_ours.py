@@ -1,0 +1,265 @@
+"""mast's side of each benchmark, run in a child process (fresh interpreter, own peak RSS).
+
+``python bench/_ours.py TASK [options]`` prints one JSON line with the measurements.
+Timings start after imports, the way the official side's are taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import mast
+from mast.segment import SegmentationWarning
+
+T = TypeVar("T")
+
+warnings.simplefilter("ignore", SegmentationWarning)
+
+
+def judge(args: argparse.Namespace) -> mast.Judge:
+    return mast.Judge(
+        f"openai/{args.model}",
+        base_url=args.base_url,
+        api_key="dummy-key-for-localhost",
+        fewshot=args.fewshot,
+    )
+
+
+def marked(items: Iterable[T], marks: list[float]) -> Iterator[T]:
+    """Yield ``items``, noting when each next item was asked for (and the final ask)."""
+    it = iter(items)
+    while True:
+        marks.append(time.perf_counter())
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        yield item
+
+
+def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]:
+    workdir = Path(args.workdir)
+    j = judge(args)
+    marks: list[float] = []
+    profiler = cProfile.Profile() if args.profile else None
+    started, cpu = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    run = mast.annotate_many(
+        marked(mast.load_traces(args.data), marks),
+        j,
+        out=workdir / "results.jsonl",
+        cache=workdir / "cache",
+        concurrency=args.concurrency,
+        progress=False,
+        batch=batch,
+        batch_poll_interval=0.05,
+    )
+    if profiler is not None:
+        profiler.disable()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    statuses = Counter(a.status for a in run)
+    usage = {"input": 0, "cached": 0, "output": 0}
+    for a in run:
+        usage["input"] += a.usage.input_tokens or 0
+        usage["cached"] += a.usage.cached_input_tokens or 0
+        usage["output"] += a.usage.output_tokens or 0
+    per_trace = [b - a for a, b in zip(marks, marks[1:])]
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "profile": _shares(profiler) if profiler is not None else None,
+        "traces": len(run),
+        "statuses": dict(statuses),
+        "calls": run.summary.calls,
+        "batch_items": run.summary.batch_items,
+        "cost_usd": run.summary.cost_usd,
+        "cost_unknown": run.summary.cost_unknown,
+        "usage": usage,
+        "windows": sum(a.windows for a in run),
+        "per_trace_s": per_trace,
+        "fewshot": [ex.id for ex in j.examples],
+    }
+
+
+# Where time goes, by the file a function lives in (first match wins).
+_BUCKETS = [
+    ("load + segment (mast.loaders, mast.segment, ijson)", ("mast/loaders", "mast/segment", "ijson")),
+    ("redact (mast.redact)", ("mast/redact",)),
+    ("render (mast.prompts, jinja2)", ("mast/prompts", "jinja2", "templates/")),
+    ("parse + ground (mast.verdict)", ("mast/verdict", "mast/_textformat", "mast/_lenient")),
+    ("store + cache (fsync)", ("mast/store", "mast/cache", "fsync")),
+    ("OpenAI SDK + HTTP client", ("openai/", "httpx", "httpcore", "h11", "anyio", "ssl", "_socket")),
+    ("waiting for the server (epoll)", ("poll' of 'select",)),
+    ("asyncio event loop", ("asyncio/", "selectors")),
+    ("pydantic validation", ("pydantic",)),
+    ("mast judge + runner", ("mast/",)),
+]
+
+
+def _shares(profiler: cProfile.Profile) -> dict[str, float]:
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    totals: Counter[str] = Counter()
+    for (filename, _line, func), (_cc, _nc, tottime, _ct, _callers) in stats.items():
+        where = f"{filename}:{func}"
+        bucket = next((name for name, keys in _BUCKETS if any(k in where for k in keys)), "other")
+        totals[bucket] += tottime
+    whole = sum(totals.values()) or 1.0
+    return {k: v / whole for k, v in totals.most_common()}
+
+
+def memory(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    records = steps = chars = 0
+    if args.mode == "load_traces":
+        for trace in mast.load_traces(args.data):
+            records += 1
+            steps += len(trace.steps)
+            chars += sum(len(s.content) for s in trace.steps)
+    elif args.mode == "json":
+        with open(args.data, encoding="utf-8") as fh:
+            data = json.load(fh)
+        for record in data:
+            records += 1
+            chars += len(record["trace"]["trajectory"])
+    else:  # json + the same conversion to Trace objects that load_traces does
+        from mast.loaders._records import mad_full
+
+        with open(args.data, encoding="utf-8") as fh:
+            data = json.load(fh)
+        traces = [mad_full(record) for record in data]
+        for trace in traces:
+            records += 1
+            steps += len(trace.steps)
+            chars += sum(len(s.content) for s in trace.steps)
+    return {
+        "seconds": time.perf_counter() - started,
+        "records": records,
+        "steps": steps,
+        "chars": chars,
+    }
+
+
+def agreement(args: argparse.Namespace) -> dict[str, Any]:
+    import random
+
+    rng = random.Random(7)
+    codes = mast.load_taxonomy().codes
+    reference: dict[str, dict[str, bool | None]] = {}
+    candidate: dict[str, dict[str, bool | None]] = {}
+    for i in range(args.n):
+        ref = {c: rng.random() < 0.2 for c in codes}
+        # A judge that agrees most of the time, with a few unknown cells.
+        cand: dict[str, bool | None] = {
+            c: (None if rng.random() < 0.01 else (v if rng.random() < 0.85 else not v))
+            for c, v in ref.items()
+        }
+        reference[f"t{i}"] = dict(ref)
+        candidate[f"t{i}"] = cand
+    mast.agreement(reference, candidate, bootstrap=10)  # warm-up: lazy imports
+    started = time.perf_counter()
+    report = mast.agreement(reference, candidate, bootstrap=args.boot)
+    ours = time.perf_counter() - started
+    result: dict[str, Any] = {
+        "seconds": ours,
+        "pooled_kappa": float(report.pooled.kappa),
+        "traces": args.n,
+        "modes": len(codes),
+        "bootstrap": args.boot,
+    }
+    if args.baseline:
+        result["baseline"] = _sklearn_bootstrap(reference, candidate, codes, args.boot)
+    return result
+
+
+def _sklearn_bootstrap(
+    reference: dict[str, dict[str, bool | None]],
+    candidate: dict[str, dict[str, bool | None]],
+    codes: list[str],
+    boot: int,
+) -> dict[str, Any]:
+    """What a notebook does: scikit-learn's kappa per mode and pooled, in a resampling loop."""
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    ids = sorted(reference)
+    ref = np.array([[reference[i][c] for c in codes] for i in ids], dtype=object)
+    cand = np.array([[candidate[i][c] for c in codes] for i in ids], dtype=object)
+    known = (ref != None) & (cand != None)  # noqa: E711 (element-wise comparison)
+    rng = np.random.default_rng(0)
+    started = time.perf_counter()
+
+    def kappas(rows: np.ndarray) -> list[float]:
+        out = []
+        r, c, k = ref[rows], cand[rows], known[rows]
+        out.append(cohen_kappa_score(r[k].astype(bool), c[k].astype(bool)))
+        for j in range(len(codes)):
+            m = k[:, j]
+            out.append(cohen_kappa_score(r[m, j].astype(bool), c[m, j].astype(bool)))
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kappas(np.arange(len(ids)))
+        draws = [kappas(rng.integers(0, len(ids), len(ids))) for _ in range(boot)]
+    return {"seconds": time.perf_counter() - started, "resamples": len(draws)}
+
+
+def parse(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in args.files:
+        text = Path(name).read_text(encoding="utf-8")
+        verdict = mast.parse_response(text)
+        out[Path(name).name] = {
+            "modes": {c: verdict.vector[c] for c in verdict.vector.codes},
+            "task_completed": verdict.task_completed,
+        }
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="task", required=True)
+    for name in ("many", "batch"):
+        p = sub.add_parser(name)
+        p.add_argument("--data", required=True)
+        p.add_argument("--base-url", required=True)
+        p.add_argument("--model", required=True)
+        p.add_argument("--fewshot", type=int, default=2)
+        p.add_argument("--concurrency", type=int, default=32)
+        p.add_argument("--workdir", required=True)
+        p.add_argument("--profile", action="store_true")
+    m = sub.add_parser("memory")
+    m.add_argument("--mode", choices=["load_traces", "json", "json_convert"], required=True)
+    m.add_argument("--data", required=True)
+    a = sub.add_parser("agreement")
+    a.add_argument("--n", type=int, default=1642)
+    a.add_argument("--boot", type=int, default=2000)
+    a.add_argument("--baseline", action="store_true")
+    p = sub.add_parser("parse")
+    p.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    if args.task in ("many", "batch"):
+        result = run_many(args, batch=args.task == "batch")
+    elif args.task == "memory":
+        result = memory(args)
+    elif args.task == "agreement":
+        result = agreement(args)
+    else:
+        result = parse(args)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,359 @@
+"""The benchmark's LLM server: the tests' fake OpenAI server, run in its own process.
+
+It answers every chat completion after a fixed latency, in the format the prompt asks for
+(mast's JSON verdict, or the MAST paper's "A. / B. / C." text layout that the official
+annotator asks for), and bills tokens the way the OpenAI API does, prompt caching included:
+
+* input tokens: prompt characters / 4 (the rule of thumb mast also uses), plus 4 per
+  message; the structured-output schema counts too and comes first, as OpenAI documents
+  ("the schema serves as a prefix to the system message");
+* cached tokens: a prefix cache keyed on the exact leading prompt text. A prompt of at
+  least 1,024 tokens gets as cached the longest prefix, in steps of 128 tokens from 1,024
+  on, that an earlier request had, counting only requests that had finished (a cache
+  entry exists once the earlier prompt was processed), so a burst of identical prefixes
+  sent together misses, as it would in production;
+* output tokens: answer characters / 4.
+
+Every completion (live or batch item) is logged as one JSON line (input, cached, output
+tokens, batch or not) to ``--usage-log``: the official annotator discards usage, so the
+bill is read from the server's side, the same way for both annotators.
+
+Run ``python bench/_server.py --port-file F [--latency S] [--usage-log L]``; it writes its
+base URL to F when ready and serves until it is terminated. :class:`ServerProcess` does
+that from the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 4
+CACHE_MIN_TOKENS = 1024
+CACHE_STEP_TOKENS = 128
+
+CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
+CODES += ["3.1", "3.2", "3.3"]
+# Names as the official prompt's answer template writes them (a model echoes them).
+OFFICIAL_NAMES = {
+    "1.1": "Disobey Task Specification",
+    "1.2": "Disobey Role Specification",
+    "1.3": "Step Repetition",
+    "1.4": "Loss of Conversation History",
+    "1.5": "Unaware of Termination Conditions",
+    "2.1": "Conversation Reset",
+    "2.2": "Fail to Ask for Clarification",
+    "2.3": "Task Derailment",
+    "2.4": "Information Withholding",
+    "2.5": "Ignored Other Agent's Input",
+    "2.6": "Action-Reasoning Mismatch",
+    "3.1": "Premature Termination",
+    "3.2": "No or Incorrect Verification",
+    "3.3": "Weak Verification",
+}
+# Share of MAD traces showing each mode is roughly 5-40%; this gives 2-3 modes per trace.
+PREVALENCE = 0.18
+
+
+def tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+# ---------------------------------------------------------------------------- billing
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def prompt_text(body: dict[str, Any]) -> tuple[str, int]:
+    """The prompt as the provider would tokenise it (schema first), and message count."""
+    parts: list[str] = []
+    schema = body.get("response_format")
+    if schema:
+        parts.append(json.dumps(schema, sort_keys=True))
+    messages = body.get("messages") or []
+    for message in messages:
+        parts.append(f"{message.get('role')}\n{_content(message)}\n")
+    return "".join(parts), len(messages)
+
+
+class PrefixCache:
+    """OpenAI-style prompt cache: longest previously processed prefix, 128-token steps."""
+
+    def __init__(self) -> None:
+        self._ready: dict[str, float] = {}  # prefix hash -> when it became available
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _prefix_hashes(text: str) -> list[tuple[int, str]]:
+        """(tokens, hash) of every cacheable prefix length of ``text``, shortest first."""
+        out: list[tuple[int, str]] = []
+        total = len(text) // CHARS_PER_TOKEN
+        if total < CACHE_MIN_TOKENS:
+            return out
+        digest = hashlib.sha256()
+        done = 0
+        for n in range(CACHE_MIN_TOKENS, total + 1, CACHE_STEP_TOKENS):
+            end = n * CHARS_PER_TOKEN
+            digest.update(text[done:end].encode("utf-8", "surrogatepass"))
+            done = end
+            out.append((n, digest.copy().hexdigest()))
+        return out
+
+    def lookup_and_store(self, text: str, available_at: float) -> int:
+        """Cached tokens for ``text`` now; its prefixes are cached from ``available_at``."""
+        prefixes = self._prefix_hashes(text)
+        now = time.monotonic()
+        cached = 0
+        with self._lock:
+            for n, h in prefixes:
+                ready = self._ready.get(h)
+                if ready is None or ready > now:
+                    break
+                cached = n
+            for _, h in prefixes:
+                if h not in self._ready or self._ready[h] > available_at:
+                    self._ready[h] = available_at
+        return cached
+
+
+# ---------------------------------------------------------------------------- answers
+_STEP_HEADER = re.compile(r"^\[(s\d+)\] agent=[^\n]*$", re.M)
+_RATIONALE_NO = [
+    "No sign of it in the trace.",
+    "The agents keep to the task as stated; nothing here matches the definition.",
+    "Not observed: the relevant exchanges look consistent with the definition's opposite.",
+    "No evidence of this mode in the steps shown.",
+    "The run gives no example of it.",
+]
+_RATIONALE_YES = [
+    "The step repeats earlier work without new information, and the run does not move on.",
+    "An agent's reply contradicts what it said it would do in the step before.",
+    "The final answer is accepted although nobody re-checks it against the task's constraints.",
+    "The agent answers for a role it was not given and the others accept it silently.",
+    "The run continues after the answer was given and stops only at the turn limit.",
+]
+_SUMMARY = (
+    "The agents reach an answer but the checking is superficial: the reviewer accepts the "
+    "output without running it, and one agent repeats work already done. "
+    "The run stays on task otherwise, and the final result is not verified against the "
+    "requirements."
+)
+
+
+def _rng(text: str) -> random.Random:
+    return random.Random(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+
+
+def _present(rng: random.Random) -> set[str]:
+    return {code for code in CODES if rng.random() < PREVALENCE}
+
+
+def _quote(step_body: str) -> str:
+    """A short verbatim piece of the step's first wordy line (what a model would cite)."""
+    for line in step_body.splitlines():
+        line = line.strip()
+        if len(line.split()) >= 3:
+            cut = line[:60]
+            return cut.rsplit(" ", 1)[0] if len(line) > 60 else cut
+    return ""
+
+
+def mast_answer(user_text: str) -> str:
+    """A verdict in mast's JSON shape, as long as the prompt's worked examples teach."""
+    rng = _rng(user_text)
+    present = _present(rng)
+    headers = list(_STEP_HEADER.finditer(user_text))
+    steps = [
+        (m.group(1), _quote(user_text[m.end() : m.end() + 400])) for m in headers
+    ]
+    modes: dict[str, Any] = {}
+    for code in CODES:
+        if code in present and steps:
+            cited = rng.sample(steps, k=min(len(steps), rng.choice((1, 2))))
+            modes[code] = {
+                "evidence": [{"step_id": sid, "quote": quote} for sid, quote in cited],
+                "rationale": rng.choice(_RATIONALE_YES)
+                + f" See [{cited[0][0]}]: the later steps build on it unchanged.",
+                "present": True,
+                "confidence": round(rng.uniform(0.6, 0.95), 2),
+            }
+        else:
+            modes[code] = {
+                "evidence": [],
+                "rationale": rng.choice(_RATIONALE_NO),
+                "present": False,
+                "confidence": round(rng.uniform(0.6, 0.95), 2),
+            }
+    answer = {"summary": _SUMMARY, "modes": modes, "task_completed": not present}
+    lines = ["{", f'  "summary": {json.dumps(answer["summary"])},', '  "modes": {']
+    for i, code in enumerate(CODES):
+        comma = "," if i < len(CODES) - 1 else ""
+        lines.append(f'    "{code}": {json.dumps(modes[code])}{comma}')
+    lines += ["  },", f'  "task_completed": {json.dumps(answer["task_completed"])}', "}"]
+    return "\n".join(lines)
+
+
+def official_answer(prompt: str) -> str:
+    """An answer in the layout the official prompt asks for (names echoed, as models do)."""
+    rng = _rng(prompt)
+    present = _present(rng)
+    lines = [
+        "@@",
+        "A. The reviewer accepts the output without running it and one agent repeats work "
+        "already done; the result is not verified against the requirements.",
+        f"B. {'no' if present else 'yes'}",
+        "C.",
+    ]
+    for code in CODES:
+        lines.append(f"{code} {OFFICIAL_NAMES[code]}: {'yes' if code in present else 'no'}")
+    lines.append("@@")
+    return "\n".join(lines)
+
+
+def answer_for(body: dict[str, Any]) -> tuple[str, str]:
+    """(side, answer text): the answer format is the one the prompt asks for."""
+    messages = body.get("messages") or []
+    text = "\n".join(_content(m) for m in messages)
+    if "Reply with one JSON object" in text or body.get("response_format"):
+        user = "\n".join(_content(m) for m in messages if m.get("role") == "user")
+        return "ours", mast_answer(user)
+    return "official", official_answer(text)
+
+
+# ---------------------------------------------------------------------------- server
+class Billing:
+    """Turns requests into replies with usage, and logs every bill."""
+
+    def __init__(self, latency: float, usage_log: Path | None) -> None:
+        self.latency = latency
+        self.cache = PrefixCache()
+        self._log = usage_log.open("a", encoding="utf-8") if usage_log else None
+        self._lock = threading.Lock()
+
+    def reply(self, request: Any) -> Any:
+        from fake_llm_server import Reply  # imported after the path insert in main()
+
+        body = request.body or {}
+        side, answer = answer_for(body)
+        text, n_messages = prompt_text(body)
+        input_tokens = tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages
+        batch = request.custom_id is not None
+        # Batch items are answered back to back; live requests finish after the latency.
+        latency = 0.0 if batch else self.latency
+        cached = self.cache.lookup_and_store(text, time.monotonic() + latency)
+        output_tokens = tokens(len(answer))
+        usage = {"input": input_tokens, "cached": cached, "output": output_tokens}
+        if self._log is not None:
+            line = json.dumps({"side": side, "batch": batch, **usage})
+            with self._lock:
+                self._log.write(line + "\n")
+                self._log.flush()
+        return Reply.text(answer, usage=usage, delay=latency)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port-file", required=True, type=Path)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--usage-log", type=Path)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_llm_server import FakeLLMServer
+
+    billing = Billing(args.latency, args.usage_log)
+    server = FakeLLMServer()
+    server.responder = billing.reply
+    server.batch_polls = 0
+    server.start()
+    # Requests are recorded by the fake; a long benchmark must not keep megabytes of them.
+    stop = threading.Event()
+
+    def trim() -> None:
+        while not stop.wait(1.0):
+            with server._lock:
+                del server.requests[:-64]
+                del server.batch_requests[:-64]
+
+    threading.Thread(target=trim, daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    tmp = args.port_file.with_suffix(".tmp")
+    tmp.write_text(server.url)
+    os.replace(tmp, args.port_file)
+    try:
+        while not stop.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        pass
+    server.stop()
+    return 0
+
+
+class ServerProcess:
+    """Start the server in a child process; ``with ServerProcess(latency=0.5) as s: s.url``."""
+
+    def __init__(self, *, latency: float = 0.0, workdir: Path | None = None) -> None:
+        self.latency = latency
+        self._dir = Path(tempfile.mkdtemp(prefix="mast-bench-server-", dir=workdir))
+        self.usage_log = self._dir / "usage.jsonl"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def __enter__(self) -> ServerProcess:
+        port_file = self._dir / "url"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--port-file", str(port_file)]
+        cmd += ["--latency", str(self.latency), "--usage-log", str(self.usage_log)]
+        self._proc = subprocess.Popen(cmd)
+        deadline = time.monotonic() + 30
+        while not port_file.exists():
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the benchmark LLM server did not start")
+            time.sleep(0.05)
+        self.url = port_file.read_text().strip()
+        return self
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    def usage(self) -> list[dict[str, Any]]:
+        """Every bill so far (one dict per completion)."""
+        if not self.usage_log.exists():
+            return []
+        lines = self.usage_log.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        for path in self._dir.iterdir():
+            path.unlink()
+        self._dir.rmdir()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
