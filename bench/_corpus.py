@@ -82,10 +82,11 @@ def record(source: Source, trace_id: int, text: str, rng: random.Random) -> dict
     }
 
 
-def sizes(n: int, *, seed: int = 0) -> list[int]:
-    """MAD-like trace lengths: log-normal around 10k characters, plus ~1 MB ones (1 in 50)."""
+def sizes(n: int, *, seed: int = 0, big: int | None = None) -> list[int]:
+    """MAD-like trace lengths: log-normal around 10k characters, plus ``big`` ones of about
+    1 MB (default: 1 in 50, at least one)."""
     rng = random.Random(seed)
-    big = max(1, round(n / 50))
+    big = max(1, round(n / 50)) if big is None else big
     out = [int(min(150_000, max(1_500, rng.lognormvariate(math.log(MEDIAN_CHARS), 0.9))))]
     out += [
         int(min(150_000, max(1_500, rng.lognormvariate(math.log(MEDIAN_CHARS), 0.9))))
@@ -96,18 +97,18 @@ def sizes(n: int, *, seed: int = 0) -> list[int]:
     return out
 
 
-def mad_sized_records(n: int, *, seed: int = 0) -> list[dict[str, Any]]:
+def mad_sized_records(n: int, *, seed: int = 0, big: int | None = None) -> list[dict[str, Any]]:
     rng = random.Random(seed + 1)
     src = sources()
     return [
         record(src[i % len(src)], 100_000 + i, _sized(src[i % len(src)].text, size, rng), rng)
-        for i, size in enumerate(sizes(n, seed=seed))
+        for i, size in enumerate(sizes(n, seed=seed, big=big))
     ]
 
 
-def write_mad_sized(path: Path, n: int, *, seed: int = 0) -> dict[str, Any]:
+def write_mad_sized(path: Path, n: int, *, seed: int = 0, big: int | None = None) -> dict[str, Any]:
     """Write ``n`` MAD-sized traces as a MAD full-format JSON array; returns size stats."""
-    records = mad_sized_records(n, seed=seed)
+    records = mad_sized_records(n, seed=seed, big=big)
     path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
     lengths = sorted(len(r["trace"]["trajectory"]) for r in records)
     return {

@@ -44,6 +44,9 @@ NAMES = {
     "3.3": "Weak Verification",
 }
 MAX_CHARS = 1_048_570
+# The official example answer lists two draft codes (1.6, 2.7) among the final ones.
+_SAMPLE_CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "2.1", "2.2", "2.3", "2.4", "2.5"]
+_SAMPLE_CODES += ["2.6", "2.7", "3.1", "3.2", "3.3"]
 
 _INTRO = (
     "You will receive the trace of a multi-agent system run. Analyse how the system behaved "
@@ -98,8 +101,7 @@ def build_prompt(trace: str, definitions: str = _DEFINITIONS, examples: str = ""
     template = "".join(f"{code} {NAMES[code]}: <yes or no>" for code in CODES)
     sample = "".join(
         f"{code} {'yes' if code in ('1.6', '2.3', '2.6', '3.2') else 'no'} \n"
-        for code in ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "2.1", "2.2", "2.3", "2.4"]
-        + ["2.5", "2.6", "2.7", "3.1", "3.2", "3.3"]
+        for code in _SAMPLE_CODES
     )
     return (
         _INTRO

@@ -56,9 +56,11 @@ def annotate(args: argparse.Namespace) -> dict[str, Any]:
             print(f"API error: {exc}", file=sys.stderr)
         per_trace.append(time.perf_counter() - t0)
     sample = records[0]["trace"]["trajectory"] if records else ""
-    prompt_chars = len(ann._create_evaluation_prompt(sample)) if hasattr(
-        ann, "_create_evaluation_prompt"
-    ) else None
+    prompt_chars = (
+        len(ann._create_evaluation_prompt(sample))
+        if hasattr(ann, "_create_evaluation_prompt")
+        else None
+    )
     return {
         "impl": args.impl,
         "traces": len(per_trace),

@@ -79,7 +79,10 @@ def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    parser.add_argument("--quick", action="store_true", help="small sizes (< 2 minutes)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="toy sizes: checks that every benchmark runs"
+    )
     parser.add_argument(
         "--no-official",
         action="store_true",
@@ -91,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only", help="comma-separated subset: " + ",".join(_benchmarks.ALL), default=""
     )
     args = parser.parse_args(argv)
-    out = args.out or (BENCH / "quick" if args.quick else BENCH)
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    out = args.out or (BENCH if mode == "full" else BENCH / mode)
     out.mkdir(parents=True, exist_ok=True)
     names = [n for n in args.only.split(",") if n] or list(_benchmarks.ALL)
     unknown = set(names) - set(_benchmarks.ALL)
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
     official = Official.resolve(use_official=not args.no_official)
     work = Path(tempfile.mkdtemp(prefix="mast-bench-"))
-    cfg = _benchmarks.Config.make(quick=args.quick, model=args.model, work=work)
+    cfg = _benchmarks.Config.make(mode=mode, model=args.model, work=work)
     rows: list[Row] = []
     data: dict[str, Any] = {}
     failed: list[str] = []
@@ -116,8 +120,16 @@ def main(argv: list[str] | None = None) -> int:
                 traceback.print_exc()
                 failed.append(name)
                 rows.append(
-                    Row(name, f"{name}: benchmark crashed", f"error: {exc}", "n/a", "n/a",
-                        "runs", False, type(exc).__name__)
+                    Row(
+                        name,
+                        f"{name}: benchmark crashed",
+                        f"error: {exc}",
+                        "n/a",
+                        "n/a",
+                        "runs",
+                        False,
+                        type(exc).__name__,
+                    )
                 )
             print(f"[bench] {name} done in {time.perf_counter() - t0:.0f} s", flush=True)
     finally:
@@ -125,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from mast.pricing import PRICES_AS_OF
 
-    command = "python bench/run.py" + (" --quick" if args.quick else "")
+    command = "python bench/run.py" + ("" if mode == "full" else f" --{mode}")
     command += " --no-official" if args.no_official else ""
     meta = {
         "command": command,
-        "mode": "quick" if args.quick else "full",
+        "mode": mode,
         "official": official.label,
         "official_detail": (
             f"{official.label}"

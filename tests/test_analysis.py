@@ -628,3 +628,14 @@ def test_import_mast_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split("\n")
     assert out[0] == "[]" and out[1] == "True"
+
+
+@pytest.mark.parametrize(
+    "module", ["mast.analysis", "mast._analysis_data", "mast._proportions", "mast.plots"]
+)
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0

@@ -206,3 +206,12 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, html: str) -> None:
         check=True,
     )
     assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_docstring_example_runs() -> None:
+    import doctest
+
+    import mast.report
+
+    result = doctest.testmod(mast.report, raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0

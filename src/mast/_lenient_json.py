@@ -221,7 +221,7 @@ def find_json_values(text: str) -> list[JsonValue]:
     stripped = text.strip()
     try:
         whole = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
         pass
     else:
         if isinstance(whole, (dict, list)):

@@ -40,33 +40,49 @@ Results are small objects with a tidy ``.table`` (one row per group x mode), ``.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from mast._analysis_data import (
-    MISSING,
     Excluded,
     VectorData,
-    category_values,
     collect,
-    scalar,
     trace_fields,
+)
+from mast._analysis_results import (
+    Comparison,
+    Cooccurrence,
+    ModesPerTrace,
+    OutcomeAnalysis,
+    Prevalence,
+)
+from mast._analysis_stats import (
+    By,
+    Level,
+    association_label,
+    boot_difference,
+    boot_ratios,
+    by_columns,
+    check_options,
+    count_unknown,
+    group_label,
+    groups_of,
+    key_columns,
+    level_rows,
+    mean_interval,
+    penalized_regression,
+    read_outcomes,
+    row_names,
+    safe_div,
 )
 from mast._labels import UNKNOWN, natural_key
 from mast._proportions import OrMethod, newcombe, odds_ratio, wilson
-from mast._resample import resample_weights
 from mast.errors import StatsInputError
 from mast.taxonomy import Taxonomy
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 __all__ = [
     "Comparison",
@@ -85,355 +101,6 @@ __all__ = [
     "prevalence",
     "trace_fields",
 ]
-
-Level = Literal["mode", "category"]
-By = str | Sequence[str] | None
-FloatArray = npt.NDArray[np.float64]
-
-_CHUNK = 250  # bootstrap resamples per matrix product (bounds memory on large runs)
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def _check(bootstrap: int, confidence: float) -> None:
-    if not isinstance(bootstrap, int) or bootstrap < 0:
-        raise StatsInputError(f"bootstrap must be a non-negative integer; got {bootstrap!r}")
-    if not 0.0 < confidence < 1.0:
-        raise StatsInputError(f"confidence must be between 0 and 1; got {confidence!r}")
-
-
-def _by(by: By) -> list[str]:
-    if by is None:
-        return []
-    return [by] if isinstance(by, str) else [str(b) for b in by]
-
-
-def _label(value: object) -> object:
-    value = scalar(value)
-    return MISSING if value is None else value
-
-
-def _groups(data: VectorData, by: list[str]) -> list[tuple[tuple[object, ...], Any]]:
-    """(group key, boolean row mask) per group, in natural order of the keys."""
-    if not by:
-        return [((), np.ones(len(data), dtype=bool))]
-    columns = [data.column(b).map(_label).tolist() for b in by]
-    keys = list(zip(*columns, strict=True)) if columns else []
-    unique = sorted(set(keys), key=lambda k: tuple(natural_key(str(v)) for v in k))
-    return [(key, np.array([k == key for k in keys], dtype=bool)) for key in unique]
-
-
-def _div(num: Any, den: Any) -> Any:
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-
-def _boot_ratios(
-    pairs: Sequence[tuple[FloatArray, FloatArray]],
-    *,
-    bootstrap: int,
-    confidence: float,
-    rng: np.random.Generator,
-) -> list[tuple[FloatArray, FloatArray]]:
-    """Percentile bootstrap intervals of ``sum(num) / sum(den)`` per column, over rows, for
-    each ``(num, den)`` pair, all from the same resamples.
-
-    Rows (traces) are resampled with replacement, all columns together.  Resamples whose
-    denominator is 0 are left out; an interval is NaN with fewer than two rows, fewer than
-    two usable resamples, or an undefined full-sample ratio.
-    """
-    n = pairs[0][0].shape[0]
-    nans = [np.full(num.shape[1], np.nan) for num, _ in pairs]
-    if bootstrap < 2 or n < 2:
-        return [(nan, nan.copy()) for nan in nans]
-    parts: list[list[FloatArray]] = [[] for _ in pairs]
-    for start in range(0, bootstrap, _CHUNK):
-        w = resample_weights(n, min(_CHUNK, bootstrap - start), rng)
-        for k, (num, den) in enumerate(pairs):
-            parts[k].append(_div(w @ num, w @ den))
-    alpha = 1.0 - confidence
-    out = []
-    for (num, den), chunks, nan in zip(pairs, parts, nans, strict=True):
-        estimate = _div(num.sum(axis=0), den.sum(axis=0))
-        ratios = np.vstack(chunks)
-        low, high = nan.copy(), nan.copy()
-        for j in range(num.shape[1]):
-            col = ratios[:, j]
-            col = col[~np.isnan(col)]
-            if col.size >= 2 and not np.isnan(estimate[j]):
-                low[j], high[j] = np.quantile(col, [alpha / 2, 1 - alpha / 2])
-        out.append((low, high))
-    return out
-
-
-def _boot_ratio(
-    num: FloatArray,
-    den: FloatArray,
-    *,
-    bootstrap: int,
-    confidence: float,
-    rng: np.random.Generator,
-) -> tuple[FloatArray, FloatArray]:
-    """:func:`_boot_ratios` for one ``(num, den)`` pair."""
-    return _boot_ratios([(num, den)], bootstrap=bootstrap, confidence=confidence, rng=rng)[0]
-
-
-def _mode_names(data: VectorData, rows: Sequence[str], level: Level) -> list[str]:
-    tax = data.taxonomy
-    if level == "mode":
-        return [tax[c].name for c in rows]
-    return [tax.category(c).name for c in rows]
-
-
-def _rows(data: VectorData, level: Level) -> tuple[list[str], npt.NDArray[np.int8]]:
-    if level == "mode":
-        return list(data.codes), data.values
-    if level == "category":
-        return category_values(data)
-    raise StatsInputError(f"level must be 'mode' or 'category'; got {level!r}")
-
-
-def _unknown_cells(rows: Sequence[str], values: npt.NDArray[np.int8]) -> dict[str, int]:
-    return {r: int((values[:, j] == UNKNOWN).sum()) for j, r in enumerate(rows)}
-
-
-_OUTCOME_WORDS = {"success": 0, "failure": 1}
-
-
-def _outcomes(data: VectorData, column: str) -> tuple[npt.NDArray[np.int8], dict[str, list[str]]]:
-    """1 failure, 0 success, -1 unknown per row; and the rows left out, by reason."""
-    values = data.column(column).tolist()
-    out = np.full(len(values), UNKNOWN, dtype=np.int8)
-    left: dict[str, list[str]] = {}
-    for i, (trace_id, value) in enumerate(zip(data.ids, values, strict=True)):
-        if isinstance(value, bool):  # e.g. the judge's task_completed: True = success
-            out[i] = 0 if value else 1
-            continue
-        word = str(getattr(value, "value", value)).strip().lower() if value is not None else ""
-        if word in _OUTCOME_WORDS:
-            out[i] = _OUTCOME_WORDS[word]
-        else:
-            reason = (
-                f"{column} unknown"
-                if word in ("", "unknown", "none")
-                else f"{column} {value!r} is neither 'success' nor 'failure'"
-            )
-            left.setdefault(reason, []).append(trace_id)
-    return out, left
-
-
-def _key_columns(by: list[str], key: tuple[object, ...]) -> dict[str, object]:
-    return dict(zip(by, key, strict=True))
-
-
-# ------------------------------------------------------------------------------ results
-
-
-@dataclass(frozen=True, eq=False)
-class _Result:
-    table: pd.DataFrame
-    excluded: Excluded
-    notes: list[str]
-
-    def to_frame(self) -> pd.DataFrame:
-        """The result table (a copy)."""
-        copy: pd.DataFrame = self.table.copy()
-        return copy
-
-    def _title(self) -> str:
-        return type(self).__name__
-
-    def __str__(self) -> str:
-        parts = [self._title(), self.table.to_string(index=False)]
-        lines = self.excluded.lines()
-        parts.append(
-            "Excluded (never counted as 'no'):\n"
-            + ("\n".join("  " + line for line in lines) if lines else "  nothing")
-        )
-        if self.notes:
-            parts.append("Notes:\n" + "\n".join("  " + n for n in self.notes))
-        return "\n\n".join(parts)
-
-    def _repr_html_(self) -> str:  # notebooks
-        lines = self.excluded.lines() or ["nothing"]
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return (
-            f"<p><b>{html.escape(self._title())}</b></p>"
-            + self.table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–")
-            + f"<p>Excluded (never counted as 'no'):</p><ul>{items}</ul>"
-            + (f"<p>Notes:</p><ul>{notes}</ul>" if notes else "")
-        )
-
-
-@dataclass(frozen=True, eq=False)
-class Prevalence(_Result):
-    """How often each mode (or category) is present, per group.
-
-    ``table`` has one row per group x mode: the ``by`` columns, ``row`` (code or category),
-    ``name``, ``n_traces`` (usable traces in the group), ``n_known``, ``n_present``,
-    ``n_unknown``, ``share_of_traces`` (``n_present / n_known``) with ``traces_low`` /
-    ``traces_high``, ``n_flags`` (flags in this row), ``total_flags`` (flags of all
-    selected modes in the group), ``share_of_flags`` with ``flags_low`` / ``flags_high``.
-    """
-
-    level: Level = "mode"
-    by: list[str] = field(default_factory=list)
-    ci: str = "bootstrap"
-    confidence: float = 0.95
-
-    def _title(self) -> str:
-        group = f" by {', '.join(self.by)}" if self.by else ""
-        return f"Prevalence per {self.level}{group} ({self.confidence:.0%} {self.ci} CI)"
-
-    def wide(self, value: str = "share_of_traces") -> pd.DataFrame:
-        """``value`` as a rows x groups table (one column per group)."""
-        out: pd.DataFrame
-        if not self.by:
-            out = self.table.set_index("row")[[value]]
-        else:
-            out = self.table.pivot_table(
-                index="row", columns=self.by, values=value, sort=False, dropna=False
-            )
-        return out
-
-    def plot(
-        self,
-        value: Literal["share_of_traces", "share_of_flags"] = "share_of_traces",
-        **kwargs: Any,
-    ) -> Figure:
-        """Bars per mode and group with intervals (category level, share of flags: stacked)."""
-        from mast import plots
-
-        if self.level == "category" and value == "share_of_flags":
-            return plots.category_stack(self, **kwargs)
-        return plots.prevalence_bars(self, value=value, **kwargs)
-
-
-@dataclass(frozen=True, eq=False)
-class ModesPerTrace(_Result):
-    """How many modes a trace has, per group, overall and among failed / successful runs.
-
-    ``table`` per group: ``n_traces``, ``mean`` (``mean_low``/``mean_high``), ``median``,
-    ``max``, ``n_with_unknown`` (traces with at least one unknown cell: their count is a
-    lower bound), ``mean_unknown`` (unknown cells per trace), ``n_failed``, ``mean_failed``
-    (``failed_low``/``failed_high``), ``n_success``, ``mean_success``
-    (``success_low``/``success_high``), ``n_outcome_unknown``.  ``per_trace`` has one row
-    per trace: ``trace_id``, the ``by`` fields, ``outcome`` (if known), ``n_modes``,
-    ``n_known``, ``n_unknown``.
-    """
-
-    per_trace: pd.DataFrame = field(default_factory=pd.DataFrame)
-    by: list[str] = field(default_factory=list)
-
-    def _title(self) -> str:
-        group = f" by {', '.join(self.by)}" if self.by else ""
-        return f"Failure modes per trace{group}"
-
-    def plot(self, **kwargs: Any) -> Figure:
-        """Mean modes per trace and per failed trace, per group, with intervals."""
-        from mast import plots
-
-        return plots.modes_per_trace(self, **kwargs)
-
-
-@dataclass(frozen=True, eq=False)
-class Cooccurrence(_Result):
-    """Which modes occur together.
-
-    ``phi`` (modes x modes): phi coefficient (Pearson correlation of the 0/1 indicators)
-    over the traces where both modes are known; NaN when a mode is constant there.
-    ``conditional``: row A, column B holds P(B | A) = traces with both / traces with A,
-    among traces where both are known.  ``joint``: traces with both present;
-    ``known``: traces where both are known.  ``table`` (also ``pairs``): one row per
-    unordered pair with ``n_known``, ``n_a``, ``n_b``, ``n_both``, ``phi``,
-    ``p_b_given_a``, ``p_a_given_b`` and Fisher's exact ``p_value``, by descending phi.
-    """
-
-    phi: pd.DataFrame = field(default_factory=pd.DataFrame)
-    conditional: pd.DataFrame = field(default_factory=pd.DataFrame)
-    joint: pd.DataFrame = field(default_factory=pd.DataFrame)
-    known: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def pairs(self) -> pd.DataFrame:
-        """One row per pair of modes (the same as ``table``)."""
-        return self.table
-
-    def _title(self) -> str:
-        return "Co-occurrence of failure modes (pairs by phi)"
-
-    def plot(self, kind: Literal["phi", "conditional"] = "phi", **kwargs: Any) -> Figure:
-        """Heatmap of ``phi`` or of the conditional rates P(column | row)."""
-        from mast import plots
-
-        return plots.cooccurrence_heatmap(self, kind=kind, **kwargs)
-
-
-@dataclass(frozen=True, eq=False)
-class OutcomeAnalysis(_Result):
-    """Which modes go with failed runs, and which are common in successful ones too.
-
-    ``table`` per mode (traces with a known outcome and a known value for that mode):
-    ``n_failure`` / ``present_failure`` / ``rate_failure``, the same for success,
-    ``difference`` (failure rate minus success rate) with Newcombe's interval
-    (``diff_low``/``diff_high``), ``lift`` = P(failure | mode) / P(failure), the odds ratio
-    of failure given the mode (``odds_ratio``, ``or_low``, ``or_high``, ``or_ci`` = how the
-    interval was made, ``corrected`` = Haldane–Anscombe used), Fisher's exact ``p_value``,
-    ``n_unknown`` and ``association``: ``"predicts failure"`` (interval above 1), ``"more
-    common in successes"`` (interval below 1), ``"common in successes"`` (present in at
-    least ``common`` of successful runs without predicting failure) or ``"no clear
-    association"``.
-
-    ``regression``: the L2-penalized logistic regression of failure on all modes together
-    (complete cases): ``coef`` (log-odds, shrunk towards 0), ``odds_multiplier`` =
-    exp(coef), ``sign_stability`` (share of bootstrap refits with the same sign),
-    ``n_present``.  ``regression_info``: ``n``, ``n_failure``, ``C``, ``intercept``, the
-    modes left out of it and why.
-    """
-
-    regression: pd.DataFrame | None = None
-    regression_info: dict[str, Any] = field(default_factory=dict)
-    confidence: float = 0.95
-
-    def _title(self) -> str:
-        return f"Failure modes and run outcome ({self.confidence:.0%} CI)"
-
-    def plot(self, value: Literal["odds_ratio", "lift"] = "odds_ratio", **kwargs: Any) -> Figure:
-        """Rates in failed vs successful runs and the odds ratio (or lift) per mode."""
-        from mast import plots
-
-        return plots.outcome_lift(self, value=value, **kwargs)
-
-
-@dataclass(frozen=True, eq=False)
-class Comparison(_Result):
-    """Change per mode between two groups (``names[0]`` = a, ``names[1]`` = b).
-
-    ``table`` per mode: ``n_a``, ``present_a``, ``rate_a``, ``unknown_a``, the same for b,
-    ``difference`` = rate_b - rate_a with ``diff_low``/``diff_high`` (``ci_method``),
-    ``ratio`` = rate_b / rate_a and Fisher's exact ``p_value``.
-    """
-
-    names: tuple[str, str] = ("a", "b")
-    level: Level = "mode"
-    confidence: float = 0.95
-
-    def _title(self) -> str:
-        a, b = self.names
-        return f"{b} vs {a}: change per {self.level} ({self.confidence:.0%} CI)"
-
-    def plot(self, **kwargs: Any) -> Figure:
-        """Forest plot of the change per mode with its interval."""
-        from mast import plots
-
-        return plots.comparison_forest(self, **kwargs)
-
-
-# ------------------------------------------------------------------------------ functions
 
 
 def frame(
@@ -502,13 +169,13 @@ def prevalence(
     >>> cats.table[["row", "n_flags", "share_of_flags"]].values.tolist()
     [['FC1', 2, 0.6666666666666666], ['FC2', 1, 0.3333333333333333]]
     """
-    _check(bootstrap, confidence)
+    check_options(bootstrap, confidence)
     if ci not in ("bootstrap", "wilson"):
         raise StatsInputError(f"ci must be 'bootstrap' or 'wilson'; got {ci!r}")
     vd = collect(data, traces=traces, annotator=annotator, modes=modes, taxonomy=taxonomy)
-    by_cols = _by(by)
-    rows, values = _rows(vd, level)
-    names = _mode_names(vd, rows, level)
+    by_cols = by_columns(by)
+    rows, values = level_rows(vd, level)
+    names = row_names(vd, rows, level)
     mode_flags = (vd.values == 1).astype(np.float64)
     if level == "mode":
         row_flags = mode_flags
@@ -528,17 +195,17 @@ def prevalence(
         )
     rng = np.random.default_rng(seed)
     records: list[dict[str, Any]] = []
-    for key, mask in _groups(vd, by_cols):
+    for key, mask in groups_of(vd, by_cols):
         v = values[mask]
         present = (v == 1).astype(np.float64)
         known = (v != UNKNOWN).astype(np.float64)
         flags = row_flags[mask]
         total = np.repeat(mode_flags[mask].sum(axis=1, keepdims=True), len(rows), axis=1)
         n_present, n_known = present.sum(axis=0), known.sum(axis=0)
-        share = _div(n_present, n_known)
-        share_flags = _div(flags.sum(axis=0), total.sum(axis=0))
+        share = safe_div(n_present, n_known)
+        share_flags = safe_div(flags.sum(axis=0), total.sum(axis=0))
         # Both shares from the same resampled traces.
-        (t_low, t_high), (f_low, f_high) = _boot_ratios(
+        (t_low, t_high), (f_low, f_high) = boot_ratios(
             [(present, known), (flags, total)],
             bootstrap=bootstrap,
             confidence=confidence,
@@ -554,7 +221,7 @@ def prevalence(
         for j, row in enumerate(rows):
             records.append(
                 {
-                    **_key_columns(by_cols, key),
+                    **key_columns(by_cols, key),
                     "row": row,
                     "name": names[j],
                     "n_traces": n_group,
@@ -580,7 +247,7 @@ def prevalence(
                 f"{len(edge)} row(s) have a share of 0 or 1: a percentile bootstrap interval "
                 "collapses to a point there; use ci='wilson' for an informative interval"
             )
-    excluded = vd.excluded.replace(unknown_cells=_unknown_cells(rows, values))
+    excluded = vd.excluded.replace(unknown_cells=count_unknown(rows, values))
     return Prevalence(table, excluded, notes, level=level, by=by_cols, ci=ci, confidence=confidence)
 
 
@@ -601,17 +268,6 @@ def _small_sample_notes(table: pd.DataFrame, by: list[str]) -> list[str]:
             f"{small} group(s) with fewer than 30 traces: intervals from so few traces are rough"
         ]
     return []
-
-
-def _mean_interval(
-    x: FloatArray, bootstrap: int, confidence: float, rng: np.random.Generator
-) -> tuple[float, float, float]:
-    if x.size == 0:
-        return np.nan, np.nan, np.nan
-    low, high = _boot_ratio(
-        x[:, None], np.ones((x.size, 1)), bootstrap=bootstrap, confidence=confidence, rng=rng
-    )
-    return float(x.mean()), float(low[0]), float(high[0])
 
 
 def modes_per_trace(
@@ -650,9 +306,9 @@ def modes_per_trace(
     >>> r.table[["mean", "mean_failed", "mean_success"]].values.tolist()
     [[1.5, 2.0, 1.0]]
     """
-    _check(bootstrap, confidence)
+    check_options(bootstrap, confidence)
     vd = collect(data, traces=traces, annotator=annotator, modes=modes, taxonomy=taxonomy)
-    by_cols = _by(by)
+    by_cols = by_columns(by)
     left_out: dict[str, list[str]] = {}
     unknown_all = (vd.values == UNKNOWN).sum(axis=1)
     if complete:
@@ -667,21 +323,21 @@ def modes_per_trace(
     unknown = len(vd.codes) - known
     has_outcome = outcome in vd.fields.columns
     if has_outcome:
-        result, reasons = _outcomes(vd, outcome)
+        result, reasons = read_outcomes(vd, outcome)
     else:
         result, reasons = np.full(len(vd), UNKNOWN, dtype=np.int8), {}
     rng = np.random.default_rng(seed)
     records: list[dict[str, Any]] = []
-    for key, mask in _groups(vd, by_cols):
+    for key, mask in groups_of(vd, by_cols):
         c = counts[mask]
-        mean, low, high = _mean_interval(c, bootstrap, confidence, rng)
+        mean, low, high = mean_interval(c, bootstrap, confidence, rng)
         fail = counts[mask & (result == 1)]
         succ = counts[mask & (result == 0)]
-        m_f, f_low, f_high = _mean_interval(fail, bootstrap, confidence, rng)
-        m_s, s_low, s_high = _mean_interval(succ, bootstrap, confidence, rng)
+        m_f, f_low, f_high = mean_interval(fail, bootstrap, confidence, rng)
+        m_s, s_low, s_high = mean_interval(succ, bootstrap, confidence, rng)
         records.append(
             {
-                **_key_columns(by_cols, key),
+                **key_columns(by_cols, key),
                 "n_traces": int(mask.sum()),
                 "mean": mean,
                 "mean_low": low,
@@ -715,7 +371,7 @@ def modes_per_trace(
             "lower bounds (complete=True keeps only fully known vectors)"
         )
     excluded = vd.excluded.replace(
-        unknown_cells=_unknown_cells(vd.codes, vd.values),
+        unknown_cells=count_unknown(vd.codes, vd.values),
         left_out={**left_out, **({} if not has_outcome else _named(reasons, "outcome"))},
     )
     return ModesPerTrace(table, excluded, notes, per_trace=per_trace, by=by_cols)
@@ -781,7 +437,7 @@ def cooccurrence(
         phi = np.where(
             denom > 0, (n * n11 - pa * pb) / np.sqrt(np.where(denom > 0, denom, 1)), np.nan
         )
-    conditional = _div(n11, pa)
+    conditional = safe_div(n11, pa)
     frames = {
         name: pd.DataFrame(matrix, index=codes, columns=codes)
         for name, matrix in (
@@ -826,7 +482,7 @@ def cooccurrence(
     pairs = pd.DataFrame.from_records(records, columns=_PAIR_COLUMNS)
     pairs = pairs.sort_values("phi", ascending=False, na_position="last", kind="stable")
     pairs = pairs.reset_index(drop=True)
-    excluded = vd.excluded.replace(unknown_cells=_unknown_cells(codes, v))
+    excluded = vd.excluded.replace(unknown_cells=count_unknown(codes, v))
     notes = []
     if len(vd) < 30:
         notes.append(f"only {len(vd)} traces: co-occurrence estimates are rough")
@@ -897,11 +553,11 @@ def outcome_analysis(
     >>> r.table[["rate_failure", "rate_success", "odds_ratio", "corrected"]].values.tolist()
     [[0.8, 0.0, 21.0, True]]
     """
-    _check(bootstrap, confidence)
+    check_options(bootstrap, confidence)
     if or_ci not in ("auto", "exact", "woolf"):
         raise StatsInputError(f"or_ci must be 'auto', 'exact' or 'woolf'; got {or_ci!r}")
     vd = collect(data, traces=traces, annotator=annotator, modes=modes, taxonomy=taxonomy)
-    result, reasons = _outcomes(vd, outcome)
+    result, reasons = read_outcomes(vd, outcome)
     usable = result != UNKNOWN
     vd = vd.subset(usable)
     y = result[usable].astype(np.int64)
@@ -943,7 +599,7 @@ def outcome_analysis(
                 "corrected": ratio.corrected,
                 "p_value": ratio.p_value,
                 "n_unknown": int((~ok).sum()),
-                "association": _association(ratio.low, ratio.high, rate_s, common),
+                "association": association_label(ratio.low, ratio.high, rate_s, common),
             }
         )
     table = pd.DataFrame.from_records(records, columns=_OUTCOME_COLUMNS)
@@ -954,7 +610,9 @@ def outcome_analysis(
             f"{n_fail} failed and {n_succ} successful run(s) with a known outcome: comparing "
             "outcomes needs both"
         )
-    regression, info = _regression(vd, y, C=C, min_known=min_known, bootstrap=bootstrap, seed=seed)
+    regression, info = penalized_regression(
+        vd, y, C=C, min_known=min_known, bootstrap=bootstrap, seed=seed
+    )
     left_out = dict(reasons)
     if info.get("incomplete"):
         left_out["incomplete vector (regression only)"] = info.pop("incomplete")
@@ -965,7 +623,7 @@ def outcome_analysis(
             f"the regression rests on {info['n']} complete trace(s): read it as a rough ranking"
         )
     excluded = vd.excluded.replace(
-        unknown_cells=_unknown_cells(vd.codes, vd.values), left_out=left_out
+        unknown_cells=count_unknown(vd.codes, vd.values), left_out=left_out
     )
     return OutcomeAnalysis(
         table,
@@ -983,107 +641,6 @@ _OUTCOME_COLUMNS = [
     *("lift", "odds_ratio", "or_low", "or_high", "or_ci", "corrected", "p_value"),
     *("n_unknown", "association"),
 ]
-
-
-def _association(low: float, high: float, rate_success: float, common: float) -> str:
-    if np.isnan(low) or np.isnan(high):
-        return "not estimable"
-    if low > 1:
-        return "predicts failure"
-    if high < 1:
-        return "more common in successes"
-    if not np.isnan(rate_success) and rate_success >= common:
-        return "common in successes"
-    return "no clear association"
-
-
-def _regression(
-    vd: VectorData,
-    y: npt.NDArray[np.int64],
-    *,
-    C: float,
-    min_known: float,
-    bootstrap: int,
-    seed: int | None,
-) -> tuple[pd.DataFrame | None, dict[str, Any]]:
-    """L2-penalized logistic regression of failure on the modes (complete cases)."""
-    info: dict[str, Any] = {"C": C, "penalty": "l2"}
-    v = vd.values
-    dropped: dict[str, str] = {}
-    used: list[int] = []
-    for j, code in enumerate(vd.codes):
-        # A mode unknown in many traces would shrink the complete cases to nothing (a judge
-        # that answers only some modes): leave it out of the model instead, and say so.
-        share = float((v[:, j] != UNKNOWN).mean()) if len(v) else 0.0
-        if share < min_known:
-            dropped[code] = f"known in {share:.0%} of traces (< min_known {min_known:.0%})"
-        else:
-            used.append(j)
-    complete = (v[:, used] != UNKNOWN).all(axis=1) if used else np.zeros(len(vd), dtype=bool)
-    ids = vd.ids
-    info["incomplete"] = [ids[i] for i in np.flatnonzero(~complete).tolist()]
-    x_all, y_c = v[complete][:, used].astype(np.float64), y[complete]
-    varying = []
-    for k, j in enumerate(used):
-        if np.unique(x_all[:, k]).size < 2:
-            dropped[vd.codes[j]] = "constant on the complete cases"
-        else:
-            varying.append(k)
-    info["dropped_modes"] = dropped
-    info["n"] = int(complete.sum())
-    info["n_failure"] = int(y_c.sum())
-    if not len(vd):
-        info["reason"] = "no trace has a known outcome"
-        return None, info
-    if not varying:
-        info["reason"] = "no mode varies on the traces with a fully known vector"
-        return None, info
-    if np.unique(y_c).size < 2:
-        info["reason"] = "the complete cases are all failures or all successes"
-        return None, info
-    from sklearn.linear_model import LogisticRegression
-
-    x = x_all[:, varying]
-    codes = [vd.codes[used[k]] for k in varying]
-
-    # Newton-Cholesky: exact on a handful of binary features and ~10x faster than lbfgs here,
-    # which matters for the bootstrap refits.  Same objective: L2 penalty, intercept free.
-    model = LogisticRegression(C=C, solver="newton-cholesky", max_iter=200)
-
-    def fit(xs: FloatArray, ys: npt.NDArray[np.int64]) -> tuple[FloatArray, float]:
-        model.fit(xs, ys)
-        return np.asarray(model.coef_[0], dtype=np.float64).copy(), float(model.intercept_[0])
-
-    coef, intercept = fit(x, y_c)
-    info["intercept"] = intercept
-    stability = np.full(len(codes), np.nan)
-    if bootstrap:
-        rng = np.random.default_rng(seed)
-        same = np.zeros(len(codes))
-        fits = 0
-        for _ in range(bootstrap):
-            idx = rng.integers(0, len(y_c), size=len(y_c))
-            if np.unique(y_c[idx]).size < 2:
-                continue  # a resample with one outcome cannot be fitted
-            boot, _ = fit(x[idx], y_c[idx])
-            same += np.sign(boot) == np.sign(coef)
-            fits += 1
-        info["bootstrap_fits"] = fits
-        if fits:
-            stability = same / fits
-    tax = vd.taxonomy
-    regression = pd.DataFrame(
-        {
-            "row": codes,
-            "name": [tax[c].name for c in codes],
-            "coef": coef,
-            "odds_multiplier": np.exp(coef),
-            "sign_stability": stability,
-            "n_present": x.sum(axis=0).astype(int),
-        }
-    )
-    regression = regression.sort_values("coef", ascending=False, kind="stable")
-    return regression.reset_index(drop=True), info
 
 
 def compare(
@@ -1126,7 +683,7 @@ def compare(
     """
     from scipy.stats import fisher_exact
 
-    _check(bootstrap, confidence)
+    check_options(bootstrap, confidence)
     if ci not in ("newcombe", "bootstrap"):
         raise StatsInputError(f"ci must be 'newcombe' or 'bootstrap'; got {ci!r}")
     left_out: dict[str, list[str]] = {}
@@ -1141,7 +698,7 @@ def compare(
         if by is None:
             raise StatsInputError("give a second source b, or by=<field> to split one source")
         data = collect(a, traces=traces, annotator=annotator, modes=modes, taxonomy=taxonomy)
-        column = data.column(by).map(_label)
+        column = data.column(by).map(group_label)
         values = sorted(set(column.tolist()), key=lambda v: natural_key(str(v)))
         if groups is None:
             if len(values) != 2:
@@ -1162,12 +719,12 @@ def compare(
         da, db = data.subset(mask_a), data.subset(mask_b)
         label = names or (str(groups[0]), str(groups[1]))
         excluded = data.excluded
-    rows_a, va = _rows(da, level)
-    _, vb = _rows(db, level)
-    names_rows = _mode_names(da, rows_a, level)
+    rows_a, va = level_rows(da, level)
+    _, vb = level_rows(db, level)
+    names_rows = row_names(da, rows_a, level)
     rng = np.random.default_rng(seed)
     if ci == "bootstrap":
-        boot = _boot_difference(va, vb, bootstrap, confidence, rng)
+        boot = boot_difference(va, vb, bootstrap, confidence, rng)
     records: list[dict[str, Any]] = []
     for j, row in enumerate(rows_a):
         ka, kb = va[:, j] != UNKNOWN, vb[:, j] != UNKNOWN
@@ -1228,36 +785,6 @@ _COMPARE_COLUMNS = [
     *("n_b", "present_b", "rate_b", "unknown_b"),
     *("difference", "diff_low", "diff_high", "ci_method", "ratio", "p_value"),
 ]
-
-
-def _boot_difference(
-    va: npt.NDArray[np.int8],
-    vb: npt.NDArray[np.int8],
-    bootstrap: int,
-    confidence: float,
-    rng: np.random.Generator,
-) -> tuple[FloatArray, FloatArray]:
-    """Percentile interval of rate(b) - rate(a), resampling each group on its own."""
-    m = va.shape[1]
-    nan = np.full(m, np.nan)
-    if bootstrap < 2 or len(va) < 2 or len(vb) < 2:
-        return nan, nan.copy()
-
-    def rates(v: npt.NDArray[np.int8]) -> FloatArray:
-        w = resample_weights(len(v), bootstrap, rng)
-        return np.asarray(
-            _div(w @ (v == 1).astype(np.float64), w @ (v != UNKNOWN).astype(np.float64)),
-            dtype=np.float64,
-        )
-
-    diff = rates(vb) - rates(va)
-    alpha = 1 - confidence
-    low, high = nan.copy(), nan.copy()
-    for j in range(m):
-        col = diff[:, j][~np.isnan(diff[:, j])]
-        if col.size >= 2:
-            low[j], high[j] = np.quantile(col, [alpha / 2, 1 - alpha / 2])
-    return low, high
 
 
 def _merge_excluded(a: Excluded, b: Excluded, names: tuple[str, str]) -> Excluded:

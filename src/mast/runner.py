@@ -436,7 +436,10 @@ class _Runner:
             raise
         finally:
             self.inflight.pop(key, None)
+        future.set_result(completion)
         if self.cache is not None:
+            # Stored before the judge even parses it: from here on, a crash cannot make
+            # this answer be paid for again.
             self.cache.put(
                 key,
                 completion,
@@ -445,7 +448,6 @@ class _Runner:
                 prompt_hash=prompt.prompt_hash,
             )
             calls.charge_keys.append(key)
-        future.set_result(completion)
         return completion
 
     async def live(self, prompt: Prompt, send: Send, calls: _Calls) -> Completion:
@@ -478,8 +480,8 @@ class _Runner:
                 raise self.stop("auth", str(exc)) from exc
             except ProviderError as exc:
                 calls.last_error = exc
-                if grant is not None:
-                    grant.settle(0)  # nothing was processed
+                if grant is not None and not isinstance(exc, ProviderTimeout):
+                    grant.settle(0)  # refused: no tokens used (a timed-out call may have)
                 retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
                 if retry_after is not None:
                     # Everyone waits, not only this worker: the limit is shared.

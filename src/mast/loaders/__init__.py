@@ -31,7 +31,7 @@ import ijson
 from mast import itbench as _itbench_api
 from mast.errors import TraceFormatError
 from mast.loaders import _claude_code, _codex, _otel
-from mast.loaders._nanjson import NanToNullReader
+from mast.loaders._nanjson import JSONTooDeep, NanToNullReader
 from mast.loaders._records import CONVERTERS, LabelMappingWarning, classify
 from mast.loaders._session import Line, read_documents, read_lines, sniff_session
 from mast.segment import segment
@@ -290,7 +290,7 @@ def _looks_like_jsonl(head: bytes) -> bool:
         return False
     try:
         json.loads(lines[0])
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return lines[1].lstrip().startswith(b"{")
 
@@ -319,7 +319,7 @@ def _read_jsonl(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     for n, line in numbered:
         try:
             records.append((n, json.loads(line)))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             records.append(
                 (
                     n,
@@ -355,7 +355,7 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
     with path.open("rb") as handle:
         try:
             record = json.loads(handle.read().decode("utf-8"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             if format in (None, "otel") and "Extra data" in str(exc) and _concatenated_spans(path):
                 yield from _read_session(path, "otel")  # ConsoleSpanExporter output
                 return
@@ -375,7 +375,7 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
 def _concatenated_spans(path: Path) -> bool:
     try:
         first = next(read_documents(path.read_text(encoding="utf-8-sig", errors="replace")))
-    except (ValueError, StopIteration):
+    except (ValueError, RecursionError, StopIteration):
         return False
     return _otel.is_document(first)
 
@@ -388,7 +388,7 @@ def _read_session(path: Path, kind: str) -> Iterator[Trace | TraceFormatError]:
         try:
             text = path.read_text(encoding="utf-8-sig", errors="replace")
             lines = [(1, value) for value in read_documents(text)]
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             yield TraceFormatError(
                 f"not valid JSON ({exc})", path=path, format=kind, expected=_FORMATS[kind]
             )
@@ -404,7 +404,7 @@ def _convert_session(
     except TraceFormatError as exc:
         yield _locate(exc, path, kind)
         return
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         yield TraceFormatError(
             f"file does not fit the {kind} shape ({type(exc).__name__}: {exc})",
             path=path,
@@ -419,10 +419,11 @@ def _convert_session(
 def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceFormatError]:
     with path.open("rb") as raw:
         reader: BinaryIO = NanToNullReader(raw)  # type: ignore[assignment]
-        items = ijson.items(reader, "item", use_float=True)
         first = True
         index = -1
         try:
+            # Inside the try: ijson reads the first chunk as soon as it is created.
+            items = ijson.items(reader, "item", use_float=True)
             for index, record in enumerate(items):
                 if (
                     first
@@ -438,7 +439,7 @@ def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceForma
                     return
                 first = False
                 yield _convert(record, format, path, f"record {index}")
-        except ijson.JSONError as exc:
+        except (ijson.JSONError, JSONTooDeep) as exc:
             yield TraceFormatError(
                 f"not valid JSON after record {index} ({exc})".replace("\n", " "),
                 path=path,
@@ -458,7 +459,13 @@ def _is_message_list_start(record: Any) -> bool:
 
 def _read_message_array(path: Path) -> Iterator[Trace | TraceFormatError]:
     with path.open("rb") as raw:
-        messages = json.loads(NanToNullReader(raw).read())
+        try:
+            messages = json.loads(NanToNullReader(raw).read())
+        except (ValueError, RecursionError) as exc:
+            yield TraceFormatError(
+                f"not valid JSON ({exc})", path=path, format="chat", expected=_FORMATS["chat"]
+            )
+            return
     yield _convert(messages, "chat", path, None)
 
 
@@ -481,7 +488,7 @@ def _convert(
         trace = CONVERTERS[shape](record)
     except TraceFormatError as exc:
         return _locate(exc, path, shape, location)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         return TraceFormatError(
             f"record does not fit the {shape} shape ({type(exc).__name__}: {exc})",
             path=path,

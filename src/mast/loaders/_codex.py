@@ -65,7 +65,7 @@ def _parse_args(raw: object) -> object:
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             return raw
     return raw
 

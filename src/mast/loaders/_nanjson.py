@@ -3,6 +3,10 @@
 The MAD human-labelled file contains ``NaN`` (Python's json writes it; strict JSON and ijson
 reject it). Rewriting has to respect string state: the text "NaN" inside a JSON string
 (trace content often quotes Python reprs) must stay untouched.
+
+It also refuses JSON nested deeper than ``max_depth`` (:class:`JSONTooDeep`): ijson's time
+and memory grow with the square of the depth, so ``[[[[…`` a few hundred thousand levels
+deep would otherwise take minutes and gigabytes before failing.
 """
 
 from __future__ import annotations
@@ -11,8 +15,16 @@ import io
 import re
 from typing import BinaryIO
 
-# Escapes inside strings, quotes, and NaN tokens; `\\$` catches a backslash at a chunk's end.
-_TOKENS = re.compile(rb'\\.|\\$|"|NaN', re.DOTALL)
+# Escapes inside strings, quotes, NaN tokens and brackets; `\\$` catches a backslash at a
+# chunk's end.
+_TOKENS = re.compile(rb'\\.|\\$|"|NaN|[\[\]{}]', re.DOTALL)
+
+MAX_DEPTH = 1000
+"""Nesting allowed by default (Python's own json module stops near this depth too)."""
+
+
+class JSONTooDeep(ValueError):
+    """The JSON is nested deeper than the reader allows."""
 
 
 class NanToNullReader(io.RawIOBase):
@@ -24,9 +36,13 @@ class NanToNullReader(io.RawIOBase):
     [{'a': None, 'b': 'NaN " NaN'}]
     """
 
-    def __init__(self, source: BinaryIO, chunk_size: int = 1 << 20) -> None:
+    def __init__(
+        self, source: BinaryIO, chunk_size: int = 1 << 20, max_depth: int | None = MAX_DEPTH
+    ) -> None:
         self._source = source
         self._chunk_size = chunk_size
+        self._max_depth = max_depth
+        self._depth = 0
         self._in_string = False
         self._carry = b""
         self._pending = b""
@@ -61,11 +77,22 @@ class NanToNullReader(io.RawIOBase):
                 return b"".join(out)
             if token == b'"':
                 self._in_string = not self._in_string
-            elif token == b"NaN" and not self._in_string:
+            elif self._in_string:
+                continue
+            elif token == b"NaN":
                 out.append(data[start : match.start()])
                 out.append(b"null")
                 start = match.end()
                 self.replaced += 1
+            elif token in (b"[", b"{"):
+                self._depth += 1
+                if self._max_depth is not None and self._depth > self._max_depth:
+                    raise JSONTooDeep(
+                        f"JSON nested more than {self._max_depth} levels deep; "
+                        "no trace format nests that deep"
+                    )
+            elif token in (b"]", b"}"):
+                self._depth -= 1
         tail = data[start:]
         # A token cut by the chunk boundary ("N" or "Na" outside a string) waits for more bytes.
         if not self._in_string:

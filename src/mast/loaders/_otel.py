@@ -294,7 +294,7 @@ def _maybe_json(value: object) -> Any:
         if stripped[:1] in ("[", "{"):
             try:
                 return json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to read
                 return value
     return value
 

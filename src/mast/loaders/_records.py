@@ -485,7 +485,7 @@ def _maybe_json(value: object) -> object:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             return value
     return value
 

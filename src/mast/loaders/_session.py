@@ -43,7 +43,7 @@ def read_lines(path: Path) -> list[Line]:
                 continue
             try:
                 out.append((number, json.loads(line)))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # kept verbatim, also if too deep
                 out.append((number, RawLine(line.rstrip("\r\n"), str(exc))))
     return out
 
@@ -57,7 +57,7 @@ def read_documents(text: str) -> Iterator[Any]:
     >>> list(read_documents('{"a": 1}\\n{\\n  "b": 2\\n}\\n'))
     [{'a': 1}, {'b': 2}]
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder()  # raises ValueError, or RecursionError when nested too deep
     position = 0
     text = text.lstrip("\ufeff")
     while True:
@@ -153,7 +153,7 @@ def sniff_session(head: bytes, *, whole_file: bool = True) -> str | None:
             break
         try:
             value = json.loads(piece)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             for name, test in DETECTORS.items():
