@@ -195,7 +195,7 @@ class OpenAIBatch(BatchBackend):
     def _completion(self, body: Mapping[str, Any]) -> ItemResult:
         from openai.types.chat import ChatCompletion
 
-        from mast.providers.openai import _usage
+        from mast.providers.openai import completion_from_response
 
         try:
             response = ChatCompletion.model_validate(dict(body))
@@ -205,20 +205,7 @@ class OpenAIBatch(BatchBackend):
                 provider="openai",
                 retryable=True,
             )
-        text, finish = "", None
-        if response.choices:
-            choice = response.choices[0]
-            finish = choice.finish_reason
-            # As in live calls: a refusal keeps its words as the raw answer.
-            text = choice.message.content or getattr(choice.message, "refusal", None) or ""
-        return Completion(
-            text=text,
-            usage=_usage(response.usage),
-            model=response.model or self.model,
-            response_id=response.id,
-            latency_s=0.0,
-            finish_reason=finish,
-        )
+        return completion_from_response(response, model=self.model, latency_s=0.0)
 
 
 class AnthropicBatch(BatchBackend):
@@ -285,26 +272,9 @@ class AnthropicBatch(BatchBackend):
         return out
 
     def _completion(self, message: Any) -> Completion:
-        from mast.providers.anthropic import TOOL_NAME, _usage
+        from mast.providers.anthropic import completion_from_message
 
-        texts: list[str] = []
-        tool_input: Any = None
-        for block in message.content or []:
-            kind = getattr(block, "type", None)
-            if kind == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
-                tool_input = block.input
-            elif kind == "text":
-                texts.append(block.text)
-        via_tool = tool_input is not None
-        return Completion(
-            text=json.dumps(tool_input, ensure_ascii=False) if via_tool else "".join(texts),
-            usage=_usage(getattr(message, "usage", None)),
-            model=getattr(message, "model", None) or self.model,
-            response_id=getattr(message, "id", None),
-            latency_s=0.0,
-            finish_reason=getattr(message, "stop_reason", None),
-            via_tool=via_tool,
-        )
+        return completion_from_message(message, model=self.model, latency_s=0.0)
 
 
 def batch_backend(provider: Provider, model: str) -> BatchBackend:

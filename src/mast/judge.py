@@ -29,6 +29,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from mast._version import __version__
@@ -208,7 +209,8 @@ class Judge:
         Server and key; the key defaults to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` and is
         never written anywhere.
     taxonomy:
-        A :class:`~mast.taxonomy.Taxonomy` (default: bundled MAST).
+        A :class:`~mast.taxonomy.Taxonomy`, or what :func:`~mast.load_taxonomy` accepts
+        (a bundled name such as ``"sre"`` or a YAML path); default: bundled MAST.
     context_tokens:
         Context budget in tokens; longer prompts are annotated in windows. Default: from a
         small per-model table, else 128k.
@@ -240,7 +242,7 @@ class Judge:
         max_tokens: int | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        taxonomy: Taxonomy | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
         context_tokens: int | None = None,
         repair_attempts: int = 1,
         drop_ungrounded: bool = False,
@@ -254,7 +256,9 @@ class Judge:
         if context_tokens is not None and context_tokens < 1024:
             raise ValueError(f"context_tokens must be at least 1024, got {context_tokens}")
         self.model = model
-        self.taxonomy = taxonomy or load_taxonomy()
+        self.taxonomy = (
+            taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+        )
         self.temperature = temperature
         self.repair_attempts = repair_attempts
         self.drop_ungrounded = drop_ungrounded
@@ -501,7 +505,8 @@ class Judge:
         except (AuthError, ContextLengthError):
             raise
         except ProviderError as exc:
-            outcome.error = str(exc)
+            # Servers and proxies echo parts of a request in errors: scrub before recording.
+            outcome.error = self._redactor.redact(str(exc)).text
             return outcome
         outcome.completions.append(completion)
         outcome.usage = outcome.usage + completion.usage
@@ -521,7 +526,8 @@ class Judge:
             except (AuthError, ContextLengthError):
                 raise
             except ProviderError as exc:
-                outcome.error = f"answer unreadable ({problem}); the repair request failed: {exc}"
+                failed = self._redactor.redact(str(exc)).text
+                outcome.error = f"answer unreadable ({problem}); the repair request failed: {failed}"
                 outcome.raw = "\n\n".join(raws)
                 return outcome
             outcome.completions.append(completion)

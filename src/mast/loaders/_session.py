@@ -86,16 +86,22 @@ _EXEC_TYPES = {
 _CLAUDE_TYPES = {"user", "assistant", "summary", "system", "file-history-snapshot"}
 
 
+def _type(v: dict[str, Any]) -> str | None:
+    # A "type" that is a list or an object must not reach a set lookup (unhashable).
+    kind = v.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _is_codex(v: dict[str, Any]) -> bool:
-    return v.get("type") in _CODEX_TYPES and "payload" in v
+    return _type(v) in _CODEX_TYPES and "payload" in v
 
 
 def _is_codex_exec(v: dict[str, Any]) -> bool:
-    return v.get("type") in _EXEC_TYPES
+    return _type(v) in _EXEC_TYPES
 
 
 def _is_claude(v: dict[str, Any]) -> bool:
-    if v.get("type") not in _CLAUDE_TYPES:
+    if _type(v) not in _CLAUDE_TYPES:
         return False
     if v.get("type") == "summary":
         return "leafUuid" in v

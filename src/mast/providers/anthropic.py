@@ -123,25 +123,29 @@ class AnthropicProvider(Provider):
                 expected="a Messages API message",
                 secret=self._api_key,
             )
-        texts: list[str] = []
-        tool_input: Any = None
-        for block in response.content or []:
-            kind = getattr(block, "type", None)
-            if kind == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
-                tool_input = block.input
-            elif kind == "text":
-                texts.append(block.text)
-        via_tool = tool_input is not None
-        text = json.dumps(tool_input, ensure_ascii=False) if via_tool else "".join(texts)
-        return Completion(
-            text=text,
-            usage=_usage(getattr(response, "usage", None)),
-            model=getattr(response, "model", None) or config.model,
-            response_id=getattr(response, "id", None),
-            latency_s=latency,
-            finish_reason=getattr(response, "stop_reason", None),
-            via_tool=via_tool,
-        )
+        return completion_from_message(response, model=config.model, latency_s=latency)
+
+
+def completion_from_message(message: Any, *, model: str, latency_s: float) -> Completion:
+    """A Messages API message (live or from a batch result) as a :class:`Completion`."""
+    texts: list[str] = []
+    tool_input: Any = None
+    for block in message.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
+            tool_input = block.input
+        elif kind == "text":
+            texts.append(block.text)
+    via_tool = tool_input is not None
+    return Completion(
+        text=json.dumps(tool_input, ensure_ascii=False) if via_tool else "".join(texts),
+        usage=_usage(getattr(message, "usage", None)),
+        model=getattr(message, "model", None) or model,
+        response_id=getattr(message, "id", None),
+        latency_s=latency_s,
+        finish_reason=getattr(message, "stop_reason", None),
+        via_tool=via_tool,
+    )
 
 
 def _usage(usage: Any) -> Usage:

@@ -102,22 +102,27 @@ class OpenAIProvider(Provider):
                 expected="a chat completion",
                 secret=self._api_key,
             )
-        text, finish = "", None
-        if response.choices:
-            choice = response.choices[0]
-            finish = choice.finish_reason
-            message = choice.message
-            # A refusal has no content; keep its words as the raw answer so the record
-            # shows why nothing could be parsed.
-            text = message.content or getattr(message, "refusal", None) or ""
-        return Completion(
-            text=text,
-            usage=_usage(getattr(response, "usage", None)),
-            model=getattr(response, "model", None) or config.model,
-            response_id=getattr(response, "id", None),
-            latency_s=latency,
-            finish_reason=finish,
-        )
+        return completion_from_response(response, model=config.model, latency_s=latency)
+
+
+def completion_from_response(response: Any, *, model: str, latency_s: float) -> Completion:
+    """A chat completion (live or from a batch result) as a :class:`Completion`."""
+    text, finish = "", None
+    if response.choices:
+        choice = response.choices[0]
+        finish = choice.finish_reason
+        message = choice.message
+        # A refusal has no content; keep its words as the raw answer so the record
+        # shows why nothing could be parsed.
+        text = message.content or getattr(message, "refusal", None) or ""
+    return Completion(
+        text=text,
+        usage=_usage(getattr(response, "usage", None)),
+        model=getattr(response, "model", None) or model,
+        response_id=getattr(response, "id", None),
+        latency_s=latency_s,
+        finish_reason=finish,
+    )
 
 
 def _usage(usage: Any) -> Usage:
