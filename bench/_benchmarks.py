@@ -4,6 +4,7 @@ the same local server (see ``_server.py``), one after the other, in the same run
 from __future__ import annotations
 
 import math
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,10 +172,11 @@ def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str,
     }
     ok = ours["statuses"].get("ok", 0)
     why = (
-        f"CPU-bound: ours uses {cpu * 1000:.0f} ms of CPU per trace (median trace "
+        f"CPU-bound: ours spends {cpu * 1000:.0f} ms of CPU per trace (median trace "
         f"{stats['median_chars'] // 1000}k chars, {stats['max_chars'] // 1000}k max) in one "
-        f"event loop, so {n} traces need ≥ {ours['cpu_s']:.1f} s whatever the concurrency; "
-        "see the profile below"
+        f"event-loop thread, {ours['cpu_s']:.1f} s for {n} traces, on {os.cpu_count()} cores "
+        "shared with the server process and other work; a long trace blocks the loop while "
+        "it is rendered and sent (profile below)"
     )
     rows.append(
         Row(

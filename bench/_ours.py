@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import itertools
 import json
 import pstats
 import sys
@@ -54,7 +55,7 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         # Profile the steady state: first-use imports and client setup happen here.
-        warm = [t for _, t in zip(range(3), mast.load_traces(args.data))]
+        warm = list(itertools.islice(mast.load_traces(args.data), 3))
         mast.annotate_many(warm, j, cache=False, progress=False)
     started, cpu = time.perf_counter(), time.process_time()
     if profiler is not None:
@@ -78,7 +79,7 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         usage["input"] += a.usage.input_tokens or 0
         usage["cached"] += a.usage.cached_input_tokens or 0
         usage["output"] += a.usage.output_tokens or 0
-    per_trace = [b - a for a, b in zip(marks, marks[1:])]
+    per_trace = [b - a for a, b in itertools.pairwise(marks)]
     return {
         "wall_s": wall,
         "cpu_s": cpu,

@@ -332,8 +332,17 @@ class FakeLLMServer:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler, bind_and_activate=False)
         self._server.daemon_threads = True
+        # The default listen backlog (5) drops connections when a bulk test opens dozens at
+        # once; the client then sees a timeout the test did not script.
+        self._server.request_queue_size = 128
+        try:
+            self._server.server_bind()
+            self._server.server_activate()
+        except OSError:
+            self._server.server_close()
+            raise
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

@@ -639,3 +639,17 @@ def test_docstring_examples_run(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(module), raise_on_error=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_plot_labels_from_traces_are_shown_literally() -> None:
+    # A "$" in a system name must not be read as matplotlib mathtext (which would raise
+    # while drawing, or typeset something else).
+    pytest.importorskip("matplotlib")
+    import io
+
+    fields = {"t1": {"system": r"a$\frac$b"}, "t2": {"system": "$x^2$"}, "t3": {"system": "5$"}}
+    v = {"t1": {"1.1": True}, "t2": {"1.1": False}, "t3": {"1.1": True}}
+    fig = analysis.prevalence(v, traces=fields, by="system", modes=["1.1"], bootstrap=0).plot()
+    fig.savefig(io.BytesIO(), format="png")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert sorted(labels) == sorted([r"\$x^2\$", r"5\$", r"a\$\frac\$b"])

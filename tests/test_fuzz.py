@@ -138,8 +138,10 @@ scalars = st.one_of(
 )
 json_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=8), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=25,
 )
 
@@ -178,7 +180,7 @@ def seeds() -> list[tuple[str, str, Any]]:
         FIXTURES / "chat" / "traces.jsonl",
         FIXTURES / "codex" / "exec_stream.jsonl",
         FIXTURES / "codex" / "session_aborted.jsonl",
-        FIXTURES / "codex" / "rollout-2026-01-15T17-50-01-019bc26a-8a6c-7f43-8605-0aa1c35bd7f8.jsonl",
+        next((FIXTURES / "codex").glob("rollout-*.jsonl")),
         FIXTURES / "claude_code" / "5c1d3f7e-2a4b-4c6d-8e9f-0a1b2c3d4e5f.jsonl",
     ]:
         lines = [_line(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -305,7 +307,7 @@ def test_arbitrary_json_documents(value: Any, layout: str, format: str) -> None:
 def test_real_files_with_odd_parts(data: st.DataObject) -> None:
     """Each real format, with a few of its values replaced by odd ones, keys deleted, or
     values wrapped in lists: a trace or a TraceFormatError that names the file."""
-    name, layout, doc = data.draw(st.sampled_from(SEEDS), label="seed")
+    _name, layout, doc = data.draw(st.sampled_from(SEEDS), label="seed")
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
         paths = paths_of(doc)
         path = data.draw(st.sampled_from(paths), label="path")
@@ -405,8 +407,9 @@ ANSWER_BITS = [
     "1.1", "1.2 Disobey Role Specification:", "2.6", "3.3", "FM-2.5", "yes", "no", "Yes.",
     "**No**", "null", "true", "false", "unclear", "@@", "A.", "B.", "C.", "{", "}", "[", "]",
     '"modes":', '"present":', '"evidence":', '"step_id": "s3"', '"quote": "x"', ",", ":",
-    '"1.1": {"present": true}', "```json", "```", "\n", " ", "'", '"', "\\", "…", "<<<BEGIN MAST-TRACE-0123456789ABCDEF>>>",
-    "<<<END MAST-TRACE-0123456789ABCDEF>>>", '{"summary": "s", "modes": {', "task_completed",
+    '"1.1": {"present": true}', "```json", "```", "\n", " ", "'", '"', "\\", "…",
+    "<<<BEGIN MAST-TRACE-0123456789ABCDEF>>>", "<<<END MAST-TRACE-0123456789ABCDEF>>>",
+    '{"summary": "s", "modes": {', "task_completed",
 ]  # fmt: skip
 
 

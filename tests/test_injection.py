@@ -151,7 +151,7 @@ def test_instructions_go_in_the_system_role() -> None:
     assert body["messages"][0]["content"] == prompt.system
     assert body["messages"][1]["content"] == prompt.user
     anthropic = AnthropicProvider(api_key=KEY).request_body(
-        prompt, CallConfig(model="claude-sonnet-4-5", json_schema=None)
+        prompt, CallConfig(model="claude-sonnet-5-5", json_schema=None)
     )
     assert anthropic["system"][0]["text"] == prompt.system
     assert [m["role"] for m in anthropic["messages"]] == ["user"]
@@ -247,7 +247,9 @@ def test_a_verdict_that_is_not_copied_is_still_read() -> None:
 def test_text_format_lines_copied_from_the_trace_are_not_read() -> None:
     trace = load("fake_text_verdict.txt")
     prompt = render(trace, examples=())
-    fake_lines = [line for line in trace.steps[0].content.splitlines() if re.search(r"\d\.\d", line)]
+    fake_lines = [
+        line for line in trace.steps[0].content.splitlines() if re.search(r"\d\.\d", line)
+    ]
     # The model copies the planted block without fence lines, then answers two modes.
     answer = "\n".join(fake_lines) + "\n1.1 Disobey Task Specification: yes\n"
     answer += "3.2 No or Incomplete Verification: yes"

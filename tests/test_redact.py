@@ -11,6 +11,7 @@ import hashlib
 import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +29,9 @@ R = Redactor()
 
 OPENAI = "sk-proj-Xq3vB7nK2mR9tY4wZ8aL1cD6fG0hJ5sE-pQ_uI2oT7rW3yA9zX4cV8bN1mK6jH0g"
 OPENAI_LEGACY = "sk-" + "T3BlbkFJ" + "a8Kd93jfLq0Zx7Vb2Nc4Mp6Rt1Ws5Ye9Uh3Ig"
-ANTHROPIC = "sk-ant-api03-" + "Zk4mQ9vX2bN7cR1tY6wL3pD8fH0jS5aE-gK_uI4oT2rW7yB9zX1cV6nM3kJ8hG0fD5sAA"
+ANTHROPIC = (
+    "sk-ant-api03-" + "Zk4mQ9vX2bN7cR1tY6wL3pD8fH0jS5aE-gK_uI4oT2rW7yB9zX1cV6nM3kJ8hG0fD5sAA"
+)
 GOOGLE = "AIza" + "SyB3k9Xq2mN7vR4tZ8wL1cD6fG0hJ5sE-pQ"
 GITHUB = "ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a"
 GITHUB_PAT = "github_pat_" + "11ABCDEFG0abcdefghijkl_MNOPQRSTUVWXyz0123456789abcdefghijklmnopqrstuv"
@@ -197,8 +200,10 @@ NEGATIVES = [
     "Authorization header missing; set Bearer <token>",
     "AKIA is the prefix of AWS access keys",
     "eyJhbGciOi is where a JWT header starts",
-    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----",
-    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUF\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
+    "-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUF\n"
+    "-----END CERTIFICATE-----",
     "Traceback: File '/usr/lib/python3.11/site-packages/openai/_base_client.py', line 1024",
     "secret_santa_list.txt and token_bucket.py",
     "ghp_ tokens start with ghp_, Stripe keys with sk_live_",
@@ -222,7 +227,8 @@ def test_hashes_uuids_and_base64_text_are_not_secrets(data: st.DataObject) -> No
         hashlib.md5(seed).hexdigest(),
         str(uuid.UUID(bytes=hashlib.md5(seed).digest())),
         base64.b64encode(prose.encode()).decode(),
-        f"checksum={hashlib.sha256(seed).hexdigest()} id={uuid.UUID(bytes=seed[:16].ljust(16, b'x'))}",
+        f"checksum={hashlib.sha256(seed).hexdigest()} "
+        f"id={uuid.UUID(bytes=seed[:16].ljust(16, b'x'))}",
     ]
     for text in samples:
         assert red(text) == (text, {}), text
@@ -246,8 +252,7 @@ def test_user_patterns_and_literals() -> None:
     )
     out = custom.redact(f"TCK-123456 from ana@corp.example about internal-codename-zebra {GITHUB}")
     assert out.text == (
-        "[REDACTED:ticket] from [REDACTED:email] about [REDACTED:codename] "
-        "[REDACTED:github_token]"
+        "[REDACTED:ticket] from [REDACTED:email] about [REDACTED:codename] [REDACTED:github_token]"
     )
     assert out.counts == {"ticket": 1, "email": 1, "codename": 1, "github_token": 1}
     only = Redactor(patterns=[("ticket", r"TCK-\d{6}")])
@@ -381,3 +386,53 @@ def test_heuristic_judge_redacts_too() -> None:
     ann = Judge("heuristic").annotate(secret_trace())
     assert ann.redactions == {"github_token": 1, "aws_secret_key": 1, "openai_key": 1}
     assert OPENAI not in ann.model_dump_json()
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_mast_annotate_redaction_options(
+    fake_llm: FakeLLMServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mast.cli import main
+
+    monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "cache"))
+    fake_llm.default = Reply.text(verdict_with([]))
+    inputs = tmp_path / "t.jsonl"
+    messages = [{"role": "user", "content": f"ticket TCK-123456, token {GITHUB}"}]
+    inputs.write_text(json.dumps({"id": "t1", "messages": messages}) + "\n")
+
+    def run(*extra: str) -> str:
+        fake_llm.requests.clear()
+        out = tmp_path / f"r{len(list(tmp_path.glob('r*.jsonl')))}.jsonl"
+        command = ["annotate", str(inputs), "--model", "openai/gpt-4o-mini", "--base-url",
+                   fake_llm.openai_base_url, "--out", str(out), "--fewshot", "0", "--quiet",
+                   "--no-cache", *extra]  # fmt: skip
+        assert main(command) == 0
+        return fake_llm.requests[-1].raw.decode()
+
+    sent = run()
+    assert GITHUB not in sent and "[REDACTED:github_token]" in sent and "TCK-123456" in sent
+    sent = run("--redact-pattern", r"ticket=TCK-\d{6}")
+    assert "[REDACTED:ticket]" in sent and "[REDACTED:github_token]" in sent
+    sent = run("--no-redact")
+    assert GITHUB in sent and "TCK-123456" in sent
+    sent = run("--no-redact", "--redact-pattern", r"ticket=TCK-\d{6}")
+    assert GITHUB in sent and "[REDACTED:ticket]" in sent
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["annotate", str(inputs), "--model", "heuristic", "--out", "x.jsonl",
+              "--redact-pattern", "no equals sign"])  # fmt: skip
+    assert "KIND=REGEX" in capsys.readouterr().err
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import mast.redact
+
+    result = doctest.testmod(mast.redact, raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0

@@ -133,6 +133,16 @@ def test_outcome_section_says_why_it_is_skipped() -> None:
     assert "--traces" in str(_outcomes(without_traces, 0, 0).skipped)
 
 
+def test_several_runs_side_by_side_and_trace_statistics_per_run() -> None:
+    traces = [t for t in mast.datasets.example_traces() if t.format == "ag2"]
+    judge = mast.Judge("heuristic")
+    anns = [judge.annotate(t) for t in traces]
+    page = render_report({"before": anns, "after": anns}, traces=traces, bootstrap=0)
+    assert "before: share of traces" in page and "after: share of traces" in page
+    # The same traces in two runs: outcomes are analysed run by run, never pooled.
+    assert "before: Per mode (odds ratio" in page and "after: Per mode (odds ratio" in page
+
+
 def _results_file(tmp_path: Path) -> Path:
     path = tmp_path / "heuristic.jsonl"
     judge = mast.Judge("heuristic")

@@ -24,7 +24,7 @@ import pytest
 import mast
 from fake_llm_server import FakeLLMServer, Recorded, Reply, verdict_json
 from mast.cli import main
-from mast.errors import AuthError, MastError, RunStopped
+from mast.errors import AuthError, RunStopped
 from mast.judge import Judge
 from mast.runner import RetryPolicy, annotate_many
 from mast.taxonomy import load_taxonomy
@@ -142,7 +142,7 @@ def test_errors_and_exceptions_never_carry_the_key(fake_llm: FakeLLMServer) -> N
     assert_clean(str(caught.value) + repr(caught.value), "the AuthError")
     # Nor does a missing key: the message names the variable, not a value.
     with pytest.raises(AuthError) as missing:
-        Judge("anthropic/claude-sonnet-4-5")
+        Judge("anthropic/claude-sonnet-5-5")
     assert "ANTHROPIC_API_KEY" in str(missing.value)
 
 
@@ -196,7 +196,7 @@ def test_a_stopped_run_keeps_the_key_out_of_its_exception(
 def test_batch_mode(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
     fake_llm.responder = answer
     judge = Judge(
-        "anthropic/claude-sonnet-4-5",
+        "anthropic/claude-sonnet-5-5",
         base_url=fake_llm.anthropic_base_url,
         api_key=KEY,
         fewshot=0,
@@ -266,4 +266,3 @@ def test_async_judge_in_a_running_loop(fake_llm: FakeLLMServer) -> None:
 
     for ann in asyncio.run(go()):
         assert_clean(ann.model_dump_json(), "an async annotation")
-

@@ -19,10 +19,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from mast._labels import UNKNOWN, LabelTable, natural_key
-from mast._render import forest_plot, table
-from mast._resample import FloatArray, Intervals
+from mast._render import forest_plot, json_safe, table
+from mast._resample import FloatArray, Intervals, bootstrap_intervals
 from mast.errors import StatsInputError
-from mast.stats import UndefinedMetricWarning
+from mast.stats import KappaEstimate, UndefinedMetricWarning
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 if TYPE_CHECKING:
@@ -182,46 +182,102 @@ def _apply(
     return lambda sums: derive(metrics(sums))
 
 
-def _interval_frame(
+def _bootstrap_frame(
+    features: FloatArray,
+    metrics: Callable[[FloatArray], dict[str, FloatArray]],
     rows: Sequence[str],
-    boot: Intervals,
-    metrics: Sequence[str],
-    wald: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-    estimates: Mapping[str, Sequence[float]],
+    n_modes: int,
+    ci_metrics: Sequence[str],
+    *,
+    bootstrap: int,
+    confidence: float,
+    seed: int | None,
+    ci: str,
+) -> tuple[Intervals, Any]:
+    """Bootstrap ``metrics`` over traces; a frame of the estimates and the ``ci`` intervals.
+
+    ``rows`` are the per-mode rows (and merged verification); the frame adds the pooled and
+    macro rows, and ``<metric>_low``/``<metric>_high`` columns for each of ``ci_metrics``.
+    (The frame is typed ``Any``: the reports fill it cell by cell and column by column with
+    mixed values that pandas-stubs cannot follow.)
+    """
+    boot = bootstrap_intervals(
+        features,
+        _apply(metrics, _with_macro(n_modes)),
+        n_resamples=bootstrap,
+        confidence=confidence,
+        rng=np.random.default_rng(seed),
+    )
+    chosen = boot.percentile if ci == "percentile" else boot.bca
+    frame = pd.DataFrame(dict(boot.estimate), index=[*rows, POOLED, MACRO])
+    for metric in ci_metrics:
+        frame[f"{metric}_low"], frame[f"{metric}_high"] = chosen[metric]
+    return boot, frame
+
+
+def _set_kappa(
+    frame: pd.DataFrame, column: str, estimates: Sequence[KappaEstimate], n_modes: int
+) -> None:
+    """Fill ``column`` and its ``_se``/``_wald_low``/``_wald_high`` columns from ``estimates``
+    (one per row but the macro row, whose value is the mean over the defined modes)."""
+    per_mode = np.array([e.kappa for e in estimates[:n_modes]], dtype=np.float64)
+    frame[column] = [e.kappa for e in estimates] + [float(_mean_defined(per_mode))]
+    frame[f"{column}_se"] = [e.se for e in estimates] + [np.nan]
+    frame[f"{column}_wald_low"] = [e.ci_low for e in estimates] + [np.nan]
+    frame[f"{column}_wald_high"] = [e.ci_high for e in estimates] + [np.nan]
+
+
+def _finish_frame(
+    frame: Any,
+    rows: Sequence[str],
+    tax: Taxonomy,
+    columns: Sequence[str],
+    counts: Sequence[str],
+) -> Any:
+    """Name the rows, keep ``columns`` in order and make ``counts`` nullable integers."""
+    frame["name"] = [_mode_label(r, tax) for r in rows] + ["all cells", "mean over modes"]
+    if VERIFICATION in rows:
+        frame.loc[VERIFICATION, "name"] = "3.2 or 3.3 (verification)"
+    frame = frame[list(columns)]
+    for column in counts:
+        frame[column] = frame[column].astype(_COUNT)
+    frame.index.name = "row"
+    return frame
+
+
+def _interval_frame(
+    frame: pd.DataFrame, boot: Intervals, metrics: Sequence[str], wald: str
 ) -> pd.DataFrame:
-    records = []
+    """Every interval of ``metrics`` per row of ``frame``, by method: percentile and BCa
+    (from ``boot``) and, for the ``wald`` metric, its ``<wald>_wald_low``/``_high`` columns."""
+    rows = list(frame.index)
+    records: list[dict[str, Any]] = []
     for metric in metrics:
-        for method in ("percentile", "bca"):
-            low, high = (boot.percentile if method == "percentile" else boot.bca)[metric]
-            for i, row in enumerate(rows):
-                records.append(
-                    {
-                        "row": row,
-                        "metric": metric,
-                        "method": method,
-                        "estimate": estimates[metric][i],
-                        "low": low[i],
-                        "high": high[i],
-                        "resamples": boot.n_resamples,
-                        "undefined_resamples": boot.undefined[metric][i],
-                    }
-                )
-        if metric in wald:
-            low_w, high_w = wald[metric]
-            for i, row in enumerate(rows):
-                records.append(
-                    {
-                        "row": row,
-                        "metric": metric,
-                        "method": "wald",
-                        "estimate": estimates[metric][i],
-                        "low": low_w[i],
-                        "high": high_w[i],
-                        "resamples": 0,
-                        "undefined_resamples": 0.0,
-                    }
-                )
-    frame: pd.DataFrame = pd.DataFrame.from_records(
+        estimates = frame[metric].tolist()
+        undefined = boot.undefined[metric]
+        methods: list[tuple[str, Any, Any, int, Any]] = [
+            ("percentile", *boot.percentile[metric], boot.n_resamples, undefined),
+            ("bca", *boot.bca[metric], boot.n_resamples, undefined),
+        ]
+        if metric == wald:
+            low_w = frame[f"{wald}_wald_low"].tolist()
+            high_w = frame[f"{wald}_wald_high"].tolist()
+            methods.append(("wald", low_w, high_w, 0, [0.0] * len(rows)))
+        for method, low, high, resamples, undefined_at in methods:
+            records.extend(
+                {
+                    "row": row,
+                    "metric": metric,
+                    "method": method,
+                    "estimate": estimates[i],
+                    "low": low[i],
+                    "high": high[i],
+                    "resamples": resamples,
+                    "undefined_resamples": undefined_at[i],
+                }
+                for i, row in enumerate(rows)
+            )
+    result: pd.DataFrame = pd.DataFrame.from_records(
         records,
         columns=[
             "row",
@@ -234,7 +290,7 @@ def _interval_frame(
             "undefined_resamples",
         ],
     )
-    return frame
+    return result
 
 
 def _mode_label(code: str, tax: Taxonomy, width: int = 30) -> str:
@@ -368,11 +424,37 @@ def _table_exclusions(
 class _Report:
     """Output methods shared by the reports: frame, text, markdown, dict/JSON and plot."""
 
+    taxonomy: str
+    modes: list[str]
+    trace_ids: list[str]
+    pooled: object
     per_mode: pd.DataFrame
     summary: pd.DataFrame
-    notes: list[str]
+    intervals: pd.DataFrame
     excluded: Exclusions
+    notes: list[str]
+    bootstrap: int
+    seed: int | None
+    confidence: float
+    ci: str
     _plot_metrics: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def n_traces(self) -> int:
+        """Number of traces in the report: those both sources labelled usably
+        (:func:`~mast.agreement`), or labelled by at least one annotator
+        (:func:`~mast.agreement_among`)."""
+        return len(self.trace_ids)
+
+    @property
+    def macro(self) -> pd.Series:
+        """The macro row: unweighted mean over modes of the defined per-mode values."""
+        return self.summary.loc[MACRO]
+
+    @property
+    def verification(self) -> pd.Series | None:
+        """The merged verification row (3.2 or 3.3), if both modes are in the report."""
+        return self.summary.loc[VERIFICATION] if VERIFICATION in self.summary.index else None
 
     def to_frame(self) -> pd.DataFrame:
         """Per-mode rows followed by the summary rows (merged verification, pooled, macro)."""
@@ -417,6 +499,40 @@ class _Report:
 
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _as_dict(
+        self,
+        kind: str,
+        sources: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        after_rows: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The JSON-serializable form every report shares: ``sources`` follow ``kind``,
+        ``settings`` extend the common ones, ``after_rows`` follow the rows."""
+        data: dict[str, Any] = json_safe(
+            {
+                "kind": kind,
+                **sources,
+                "taxonomy": self.taxonomy,
+                "modes": self.modes,
+                "n_traces": self.n_traces,
+                "settings": {
+                    "bootstrap": self.bootstrap,
+                    "seed": self.seed,
+                    "confidence": self.confidence,
+                    "ci": self.ci,
+                    **settings,
+                },
+                "pooled": _asdict(self.pooled),
+                "rows": _frame_records(self.to_frame()),
+                **after_rows,
+                "intervals": self.intervals.to_dict("records"),
+                "excluded": self.excluded.to_dict(),
+                "notes": self.notes,
+                "trace_ids": self.trace_ids,
+            }
+        )
+        return data
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as strict JSON (undefined values are ``null``)."""

@@ -16,7 +16,6 @@ import pandas as pd
 
 from mast import stats
 from mast._agree_base import (
-    _COUNT,
     _TIES,
     MACRO,
     POOLED,
@@ -24,31 +23,23 @@ from mast._agree_base import (
     CiMethod,
     Exclusions,
     Tie,
-    _apply,
     _as_labels,
-    _asdict,
+    _bootstrap_frame,
     _check_options,
-    _frame_records,
+    _finish_frame,
     _interval_frame,
     _kleene_or,
-    _mean_defined,
-    _mode_label,
     _notes,
     _Report,
     _select_modes,
+    _set_kappa,
     _table_exclusions,
     _taxonomy,
     _Undefined,
-    _with_macro,
 )
 from mast._labels import UNKNOWN, LabelTable, labels_of, natural_key, to_table
-from mast._render import ci_text, json_safe, num, table
-from mast._resample import (
-    binary_metrics,
-    bootstrap_intervals,
-    multi_features,
-    multi_metrics,
-)
+from mast._render import ci_text, num, table
+from mast._resample import binary_metrics, multi_features, multi_metrics
 from mast.errors import StatsInputError
 from mast.taxonomy import Taxonomy
 from mast.trace import FailureVector, Trace
@@ -125,21 +116,6 @@ class AmongReport(_Report):
             f"{len(self.modes)} modes, pooled Fleiss' kappa {num(p.fleiss)} "
             f"{ci_text(p.fleiss_low, p.fleiss_high, 3)}, alpha {num(p.alpha)}>"
         )
-
-    @property
-    def n_traces(self) -> int:
-        """Number of traces labelled by at least one annotator."""
-        return len(self.trace_ids)
-
-    @property
-    def macro(self) -> pd.Series:
-        """The macro row: unweighted mean over modes of the defined per-mode values."""
-        return self.summary.loc[MACRO]
-
-    @property
-    def verification(self) -> pd.Series | None:
-        """The merged verification row (3.2 or 3.3), if both modes were rated."""
-        return self.summary.loc[VERIFICATION] if VERIFICATION in self.summary.index else None
 
     def majority(self, tie: Tie | None = None) -> dict[str, FailureVector]:
         """Majority vote per trace and mode, as reference vectors ``{trace_id: FailureVector}``.
@@ -238,30 +214,13 @@ class AmongReport(_Report):
 
     def to_dict(self) -> dict[str, Any]:
         """Everything in the report as JSON-serializable data (NaN becomes ``None``)."""
-        data: dict[str, Any] = json_safe(
-            {
-                "kind": "agreement_among",
-                "annotators": self.annotators,
-                "taxonomy": self.taxonomy,
-                "modes": self.modes,
-                "n_traces": self.n_traces,
-                "settings": {
-                    "bootstrap": self.bootstrap,
-                    "seed": self.seed,
-                    "confidence": self.confidence,
-                    "ci": self.ci,
-                    "tie": self.tie,
-                },
-                "pooled": _asdict(self.pooled),
-                "rows": _frame_records(self.to_frame()),
-                "pairwise": {a: self.pairwise.loc[a].to_dict() for a in self.pairwise.index},
-                "intervals": self.intervals.to_dict("records"),
-                "excluded": self.excluded.to_dict(),
-                "notes": self.notes,
-                "trace_ids": self.trace_ids,
-            }
+        pairwise = {a: self.pairwise.loc[a].to_dict() for a in self.pairwise.index}
+        return self._as_dict(
+            "agreement_among",
+            {"annotators": self.annotators},
+            {"tie": self.tie},
+            {"pairwise": pairwise},
         )
-        return data
 
 
 def _pairwise(cube: npt.NDArray[np.int8], annotators: Sequence[str]) -> pd.DataFrame:
@@ -394,17 +353,18 @@ def agreement_among(
     # the modes); estimates and bootstrap resamples of alpha and AC1 come from their sums.
     features = multi_features(cube)
     features = np.concatenate([features, features[:, :m].sum(axis=1, keepdims=True)], axis=1)
-    boot = bootstrap_intervals(
+    boot, frame = _bootstrap_frame(
         features,
-        _apply(multi_metrics, _with_macro(m)),
-        n_resamples=bootstrap,
+        multi_metrics,
+        rows,
+        m,
+        _MULTI_CI,
+        bootstrap=bootstrap,
         confidence=confidence,
-        rng=np.random.default_rng(seed),
+        seed=seed,
+        ci=ci,
     )
-    all_rows = [*rows, POOLED, MACRO]
     scored = [*rows, POOLED]
-    chosen = boot.percentile if ci == "percentile" else boot.bca
-    frame = pd.DataFrame(dict(boot.estimate), index=all_rows)
 
     # Fleiss' kappa and its standard error from mast.stats, per row and over all items.
     und = _Undefined()
@@ -412,11 +372,7 @@ def agreement_among(
     fleiss = [
         _fleiss(row, block, und, confidence) for row, block in zip(scored, blocks, strict=True)
     ]
-    mode_fleiss = np.array([f.kappa for f in fleiss[:m]], dtype=np.float64)
-    frame["fleiss"] = [f.kappa for f in fleiss] + [float(_mean_defined(mode_fleiss))]
-    frame["fleiss_se"] = [f.se for f in fleiss] + [np.nan]
-    frame["fleiss_wald_low"] = [f.ci_low for f in fleiss] + [np.nan]
-    frame["fleiss_wald_high"] = [f.ci_high for f in fleiss] + [np.nan]
+    _set_kappa(frame, "fleiss", fleiss, m)
     for metric, label in (("alpha", "Krippendorff's alpha"), ("ac1", "AC1")):
         und.note(label, [r for r in scored if np.isnan(frame.at[r, metric])])
     pairwise = _pairwise(cube[:, :m], names)
@@ -435,20 +391,9 @@ def agreement_among(
     frame["unscored"] = [len(k) - p for k, p in zip(known_cells, pairable, strict=True)] + [pd.NA]
     frame["positives"] = [*positives, sum(positives[:m]), pd.NA]
     frame["ratings"] = [*ratings, sum(ratings[:m]), pd.NA]
-    for metric in _MULTI_CI:
-        frame[f"{metric}_low"], frame[f"{metric}_high"] = chosen[metric]
-    frame["name"] = [_mode_label(r, tax) for r in rows] + ["all cells", "mean over modes"]
-    if VERIFICATION in rows:
-        frame.loc[VERIFICATION, "name"] = "3.2 or 3.3 (verification)"
-    frame = frame[_MULTI_COLUMNS]
-    for column in _MULTI_COUNTS:
-        frame[column] = frame[column].astype(_COUNT)
-    frame.index.name = "row"
+    frame = _finish_frame(frame, rows, tax, _MULTI_COLUMNS, _MULTI_COUNTS)
 
-    wald = {"fleiss": (frame["fleiss_wald_low"].tolist(), frame["fleiss_wald_high"].tolist())}
-    intervals = _interval_frame(
-        all_rows, boot, _MULTI_CI, wald, {k: frame[k].tolist() for k in _MULTI_CI}
-    )
+    intervals = _interval_frame(frame, boot, _MULTI_CI, "fleiss")
     present = {name: np.isin(ids, tables[name].ids) for name in names}
     excluded = _table_exclusions(
         tables,

@@ -37,12 +37,32 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _redact_pattern(text: str) -> tuple[str, str]:
+    import re
+
+    kind, sep, pattern = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_]+", kind) or not pattern:
+        raise argparse.ArgumentTypeError(
+            f"expected KIND=REGEX (KIND: letters, digits, _), got {text!r}"
+        )
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    return kind, pattern
+
+
 def _cmd_annotate(args: argparse.Namespace) -> int:
     from mast.errors import TraceFormatError
     from mast.judge import Judge
     from mast.loaders import load_traces
+    from mast.redact import Redactor
     from mast.runner import RetryPolicy, annotate_many
 
+    redact: bool | Redactor = not args.no_redact
+    if args.redact_pattern:
+        base = Redactor(patterns=()) if args.no_redact else Redactor()
+        redact = Redactor(patterns=base.patterns, extra=args.redact_pattern)
     judge = Judge(
         args.model,
         fewshot=args.fewshot,
@@ -50,6 +70,7 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         prices=args.prices,
         max_tokens=args.max_tokens,
         timeout=args.timeout,
+        redact=redact,
     )
     errors: list[TraceFormatError] = []
     if not args.quiet:
@@ -161,6 +182,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=15.0,
         metavar="SECONDS",
         help="first interval between batch status checks (grows to 2 minutes)",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="send trace text as it is, secrets included (the judge's own API key is "
+        "still removed); see SECURITY.md",
+    )
+    p.add_argument(
+        "--redact-pattern",
+        action="append",
+        type=_redact_pattern,
+        default=[],
+        metavar="KIND=REGEX",
+        help="also replace matches of REGEX with [REDACTED:KIND] (repeatable)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=_cmd_annotate)

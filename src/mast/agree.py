@@ -33,36 +33,29 @@ import pandas as pd
 
 from mast import stats
 from mast._agree_base import (
-    _COUNT,
     MACRO,
     POOLED,
     VERIFICATION,
     CiMethod,
     Exclusions,
-    _apply,
     _as_labels,
-    _asdict,
+    _bootstrap_frame,
     _check_options,
-    _frame_records,
+    _finish_frame,
     _interval_frame,
     _kleene_or,
-    _mean_defined,
-    _mode_label,
     _notes,
     _Report,
     _select_modes,
+    _set_kappa,
     _table_exclusions,
     _taxonomy,
     _Undefined,
-    _with_macro,
 )
 from mast._among import AmongPooled, AmongReport, agreement_among
 from mast._labels import LabelSet, labels_of, natural_key, to_table
-from mast._render import ci_text, json_safe, num
-from mast._resample import (
-    binary_metrics,
-    bootstrap_intervals,
-)
+from mast._render import ci_text, num
+from mast._resample import binary_metrics
 from mast._versions import OVERALL, VersionReport, agreement_by_version
 from mast.taxonomy import Taxonomy
 
@@ -161,21 +154,6 @@ class AgreementReport(_Report):
             f"{ci_text(p.boot_low, p.boot_high, 3)}>"
         )
 
-    @property
-    def n_traces(self) -> int:
-        """Number of traces compared (labelled usably by both sources)."""
-        return len(self.trace_ids)
-
-    @property
-    def macro(self) -> pd.Series:
-        """The macro row: unweighted mean over modes of the defined per-mode values."""
-        return self.summary.loc[MACRO]
-
-    @property
-    def verification(self) -> pd.Series | None:
-        """The merged verification row (3.2 or 3.3), if both modes were compared."""
-        return self.summary.loc[VERIFICATION] if VERIFICATION in self.summary.index else None
-
     def _names(self) -> dict[str, str]:
         return {"reference": self.reference_name, "candidate": self.candidate_name}
 
@@ -250,29 +228,8 @@ class AgreementReport(_Report):
 
     def to_dict(self) -> dict[str, Any]:
         """Everything in the report as JSON-serializable data (NaN becomes ``None``)."""
-        data: dict[str, Any] = json_safe(
-            {
-                "kind": "agreement",
-                "reference": self.reference_name,
-                "candidate": self.candidate_name,
-                "taxonomy": self.taxonomy,
-                "modes": self.modes,
-                "n_traces": self.n_traces,
-                "settings": {
-                    "bootstrap": self.bootstrap,
-                    "seed": self.seed,
-                    "confidence": self.confidence,
-                    "ci": self.ci,
-                },
-                "pooled": _asdict(self.pooled),
-                "rows": _frame_records(self.to_frame()),
-                "intervals": self.intervals.to_dict("records"),
-                "excluded": self.excluded.to_dict(),
-                "notes": self.notes,
-                "trace_ids": self.trace_ids,
-            }
-        )
-        return data
+        sources = {"reference": self.reference_name, "candidate": self.candidate_name}
+        return self._as_dict("agreement", sources, {}, {})
 
 
 def _source_name(source: object, annotator: str | None, given: str | None, default: str) -> str:
@@ -368,17 +325,18 @@ def agreement(
         axis=-1,
     ).astype(np.float64)
     features = np.concatenate([onehot, onehot[:, :m].sum(axis=1, keepdims=True)], axis=1)
-    boot = bootstrap_intervals(
+    boot, frame = _bootstrap_frame(
         features,
-        _apply(binary_metrics, _with_macro(m)),
-        n_resamples=bootstrap,
+        binary_metrics,
+        rows,
+        m,
+        _BINARY_CI,
+        bootstrap=bootstrap,
         confidence=confidence,
-        rng=np.random.default_rng(seed),
+        seed=seed,
+        ci=ci,
     )
-    all_rows = [*rows, POOLED, MACRO]
     scored = [*rows, POOLED]
-    chosen = boot.percentile if ci == "percentile" else boot.bca
-    frame = pd.DataFrame(dict(boot.estimate), index=all_rows)
     frame["pos_agreement"] = frame["f1"]  # 2a / (2a + b + c): the same quantity as F1
 
     # Cohen's kappa and its analytic SE from mast.stats, per row and over all cells.
@@ -389,11 +347,7 @@ def agreement(
         und.call(row, "kappa", stats.cohen_kappa_with_se, y1, y2, confidence=confidence)
         for row, (y1, y2) in zip(scored, columns, strict=True)
     ]
-    mode_kappa = np.array([k.kappa for k in kappas[:m]], dtype=np.float64)
-    frame["kappa"] = [k.kappa for k in kappas] + [float(_mean_defined(mode_kappa))]
-    frame["kappa_se"] = [k.se for k in kappas] + [np.nan]
-    frame["kappa_wald_low"] = [k.ci_low for k in kappas] + [np.nan]
-    frame["kappa_wald_high"] = [k.ci_high for k in kappas] + [np.nan]
+    _set_kappa(frame, "kappa", kappas, m)
     for metric in ("ac1", "pabak", "precision", "recall", "f1", "neg_agreement"):
         und.note(metric, [r for r in scored if np.isnan(frame.at[r, metric])])
     counts = features.sum(axis=0).astype(np.int64)
@@ -405,8 +359,6 @@ def agreement(
     for k, name in enumerate(("tp", "fp", "fn", "tn")):
         frame[name] = [*counts[:, k].tolist(), pd.NA]
     frame["n"] = [*counts.sum(axis=1).tolist(), pd.NA]
-    for metric in _BINARY_CI:
-        frame[f"{metric}_low"], frame[f"{metric}_high"] = chosen[metric]
     known_r, known_c = r_vals >= 0, c_vals >= 0
     unknown_r = (~known_r).sum(axis=0)
     unknown_c = (~known_c).sum(axis=0)
@@ -414,18 +366,9 @@ def agreement(
     frame["unknown_reference"] = [*unknown_r, unknown_r[:m].sum(), pd.NA]
     frame["unknown_candidate"] = [*unknown_c, unknown_c[:m].sum(), pd.NA]
     frame["unscored"] = [*unscored, unscored[:m].sum(), pd.NA]
-    frame["name"] = [_mode_label(r, tax) for r in rows] + ["all cells", "mean over modes"]
-    if VERIFICATION in rows:
-        frame.loc[VERIFICATION, "name"] = "3.2 or 3.3 (verification)"
-    frame = frame[_BINARY_COLUMNS]
-    for column in _BINARY_COUNTS:
-        frame[column] = frame[column].astype(_COUNT)
-    frame.index.name = "row"
+    frame = _finish_frame(frame, rows, tax, _BINARY_COLUMNS, _BINARY_COUNTS)
 
-    wald = {"kappa": (frame["kappa_wald_low"].tolist(), frame["kappa_wald_high"].tolist())}
-    intervals = _interval_frame(
-        all_rows, boot, _BINARY_CI, wald, {k: frame[k].tolist() for k in _BINARY_CI}
-    )
+    intervals = _interval_frame(frame, boot, _BINARY_CI, "kappa")
     excluded = _table_exclusions(
         {"reference": ref, "candidate": cand},
         {

@@ -521,6 +521,11 @@ def outcome_analysis(
 ) -> OutcomeAnalysis:
     """Which modes predict that a run fails, and which are common even in successful runs.
 
+    ``outcome`` names the field holding each run's outcome: ``"success"`` / ``"failure"``
+    (``Trace.outcome``; anything else, e.g. ``"unknown"``, is left out and listed in
+    ``excluded.left_out``) or booleans with True = success (e.g. ``outcome="task_completed"``
+    for the judge's own opinion in a results frame).
+
     Per mode, on the traces with a known outcome and a known value for the mode, the 2x2
     table (mode present / absent x run failed / succeeded) gives:
 

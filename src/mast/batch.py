@@ -28,7 +28,6 @@ from typing import Any
 from mast.errors import MastError, ProviderError
 from mast.providers import Completion, Provider
 from mast.providers._base import import_sdk
-from mast.providers._errors import translate_error
 
 __all__ = [
     "BATCH_PRICE_FACTOR",
@@ -76,13 +75,7 @@ class BatchBackend(ABC):
         self.model = model
 
     def _translate(self, exc: BaseException) -> ProviderError:
-        return translate_error(
-            exc,
-            provider=self.provider.name,
-            model=self.model,
-            env_var=self.provider.env_var,
-            secret=self.provider._api_key,
-        )
+        return self.provider._translate_error(exc, self.model)
 
     def _item_error(self, status: int | None, body: Any) -> ProviderError:
         detail = body

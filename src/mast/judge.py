@@ -527,7 +527,9 @@ class Judge:
                 raise
             except ProviderError as exc:
                 failed = self._redactor.redact(str(exc)).text
-                outcome.error = f"answer unreadable ({problem}); the repair request failed: {failed}"
+                outcome.error = (
+                    f"answer unreadable ({problem}); the repair request failed: {failed}"
+                )
                 outcome.raw = "\n\n".join(raws)
                 return outcome
             outcome.completions.append(completion)

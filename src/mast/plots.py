@@ -63,13 +63,19 @@ def _figure_of(ax: Axes) -> Figure:
     return fig  # type: ignore[return-value]
 
 
+def _plain(text: str) -> str:
+    """Text shown literally: a ``$`` in a trace field must not start matplotlib mathtext
+    (which would fail to parse, or render something else)."""
+    return text.replace("$", r"\$")
+
+
 def _label(row: object, name: object, width: int = 38) -> str:
     text = f"{row}  {name}" if name else str(row)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return _plain(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def _group_label(record: Any, by: Sequence[str]) -> str:
-    return " / ".join(str(record[b]) for b in by) if by else "all traces"
+    return _plain(" / ".join(str(record[b]) for b in by)) if by else "all traces"
 
 
 def _percent_axis(ax: Axes, axis: Literal["x", "y"] = "x") -> None:
@@ -127,6 +133,8 @@ def prevalence_bars(
         high = part[high_col].to_numpy(dtype=float)
         ok = ~np.isnan(est)
         ax.barh(y[ok], est[ok], height=height * 0.9, color=f"C{g % 10}", label=group)
+        # A tick at the estimate, so that a share of 0 % is visible as an answer.
+        ax.plot(est[ok], y[ok], "|", color=f"C{g % 10}", markersize=7, markeredgewidth=2)
         whisk = ok & ~np.isnan(low) & ~np.isnan(high)
         if whisk.any():
             ax.errorbar(
@@ -147,7 +155,7 @@ def prevalence_bars(
     ax.set_xlabel("share of traces" if value == "share_of_traces" else "share of all flags")
     ax.grid(axis="x", color="0.92")
     if by:
-        ax.legend(fontsize=7, title=", ".join(by), title_fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, title=_plain(", ".join(by)), title_fontsize=7, loc="lower right")
     ax.set_title(title or result._title(), fontsize=10)
     if hidden:
         note = f"not shown (no known value): {', '.join(hidden)}"

@@ -274,6 +274,27 @@ def _wide(result: Any, by: str | None) -> _Table:
     return _Table(columns, rows, numeric_from=2)
 
 
+def _per_run(data: VectorData, runs: Mapping[str, Sequence[Annotation]], build: Any) -> _Section:
+    """``build(data)`` once per run (one section, parts labelled by run) when there are
+    several runs; plainly otherwise."""
+    if len(runs) < 2:
+        result: _Section = build(data)
+        return result
+    merged: _Section | None = None
+    column = data.fields["run"]
+    for run in runs:
+        part: _Section = build(data.subset((column == run).to_numpy()))
+        if merged is None:
+            merged = _Section(part.title, part.anchor)
+        merged.figures += [(f"{run}: {alt}", png) for alt, png in part.figures]
+        merged.tables += [(f"{run}: {caption}", table) for caption, table in part.tables]
+        merged.notes += [f"{run}: {note}" for note in part.notes]
+        if part.skipped:
+            merged.notes.append(f"{run}: {part.skipped}")
+    assert merged is not None
+    return merged
+
+
 def _cooccurrence(data: VectorData) -> _Section:
     from mast import analysis
 
@@ -593,8 +614,10 @@ def render_report(
         if data is not None and len(data):
             by = _group_field(data, runs)
             sections.append(_profiles(data, by, bootstrap, seed))
-            sections.append(_cooccurrence(data))
-            sections.append(_outcomes(data, bootstrap, seed))
+            # Runs may annotate the same traces (two judges): pooling them would count a
+            # trace twice in statistics about traces, so these two are computed per run.
+            sections.append(_per_run(data, runs, _cooccurrence))
+            sections.append(_per_run(data, runs, lambda d: _outcomes(d, bootstrap, seed)))
         else:
             sections.append(
                 _Section("Failure profiles", "profiles", skipped="No usable annotation.")

@@ -523,7 +523,7 @@ def _drop_copied_lines(text: str, prompt_text: str, problems: list[str]) -> str:
     if not dropped:
         return text
     problems.append(f"ignored {dropped} line(s) copied from the prompt")
-    return "\n".join(line for line, d in zip(lines, drop) if not d)
+    return "\n".join(line for line, d in zip(lines, drop, strict=True) if not d)
 
 
 def _verdict_from_json(value: Any, truncated: bool, tax: Taxonomy, raw: str) -> Verdict | None:

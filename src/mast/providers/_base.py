@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import time
 import weakref
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
-from mast.errors import AuthError, MissingDependencyError
+from mast.errors import AuthError, MissingDependencyError, ProviderError
 from mast.prompts import Prompt
+from mast.providers._errors import translate_error, unexpected_answer
 from mast.usage import Usage
 
 StructuredMode = Literal["auto", "json_schema", "tool", "none"]
@@ -150,3 +153,35 @@ class Provider(ABC):
     @abstractmethod
     async def complete(self, prompt: Prompt, config: CallConfig) -> Completion:
         """Send ``prompt`` and return the answer; SDK errors become ``ProviderError``s."""
+
+    async def _send(
+        self,
+        create: Callable[..., Awaitable[Any]],
+        body: dict[str, Any],
+        config: CallConfig,
+        sdk_error: type[BaseException],
+    ) -> tuple[Any, float]:
+        """``await create(**body)`` with the call's timeout: the answer and its latency (s).
+
+        ``sdk_error`` (the SDK's base exception), a timeout, or the ``ValueError`` the SDK
+        lets escape for a 200 answer whose body is not JSON become a ``ProviderError``.
+        """
+        start = time.perf_counter()
+        try:
+            response = await create(**body, timeout=config.timeout)
+        except (sdk_error, asyncio.TimeoutError, ValueError) as exc:
+            raise self._translate_error(exc, config.model) from exc
+        return response, time.perf_counter() - start
+
+    def _translate_error(self, exc: BaseException, model: str) -> ProviderError:
+        """``exc`` as the ``ProviderError`` that fits it (the API key scrubbed from it)."""
+        return translate_error(
+            exc, provider=self.name, model=model, env_var=self.env_var, secret=self._api_key
+        )
+
+    def _unexpected_answer(self, answer: Any, model: str, expected: str) -> ProviderError:
+        """The error for a 200 answer that is not ``expected`` (e.g. a proxy's HTML page: the
+        SDK hands back its text)."""
+        return unexpected_answer(
+            answer, provider=self.name, model=model, expected=expected, secret=self._api_key
+        )

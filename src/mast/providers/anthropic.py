@@ -12,15 +12,12 @@ the annotation records ``temperature: None`` for Anthropic models.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 from typing import Any
 
 from mast.prompts import Prompt
 from mast.providers._base import CallConfig, Completion, Provider, StructuredMode, import_sdk
-from mast.providers._errors import translate_error, unexpected_answer
 from mast.usage import Usage
 
 TOOL_NAME = "record_mast_verdict"
@@ -99,30 +96,11 @@ class AnthropicProvider(Provider):
 
     async def complete(self, prompt: Prompt, config: CallConfig) -> Completion:
         anthropic = import_sdk("anthropic", self.install)
-        client = self.client()
+        create = self.client().messages.create
         body = self.request_body(prompt, config)
-        start = time.perf_counter()
-        try:
-            response = await client.messages.create(**body, timeout=config.timeout)
-        except (anthropic.AnthropicError, asyncio.TimeoutError, ValueError) as exc:
-            # ValueError: a 200 answer whose body is not JSON (the SDK lets it escape).
-            raise translate_error(
-                exc,
-                provider=self.name,
-                model=config.model,
-                env_var=self.env_var,
-                secret=self._api_key,
-            ) from exc
-        latency = time.perf_counter() - start
+        response, latency = await self._send(create, body, config, anthropic.AnthropicError)
         if not hasattr(response, "content") or isinstance(response, (str, bytes)):
-            # A 200 answer that is not JSON (an HTML page): the SDK hands back its text.
-            raise unexpected_answer(
-                response,
-                provider=self.name,
-                model=config.model,
-                expected="a Messages API message",
-                secret=self._api_key,
-            )
+            raise self._unexpected_answer(response, config.model, "a Messages API message")
         return completion_from_message(response, model=config.model, latency_s=latency)
 
 

@@ -8,14 +8,11 @@ because compatible servers may ignore the request. Reasoning models (o1/o3/o4, g
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from typing import Any
 
 from mast.prompts import Prompt
 from mast.providers._base import CallConfig, Completion, Provider, import_sdk
-from mast.providers._errors import translate_error, unexpected_answer
 from mast.usage import Usage
 
 # o1, o3, o4-mini, gpt-5, gpt-5-mini, gpt-5.4 … (optionally behind an "org/" prefix).
@@ -78,30 +75,11 @@ class OpenAIProvider(Provider):
 
     async def complete(self, prompt: Prompt, config: CallConfig) -> Completion:
         openai = import_sdk("openai", self.install)
-        client = self.client()
+        create = self.client().chat.completions.create
         body = self.request_body(prompt, config)
-        start = time.perf_counter()
-        try:
-            response = await client.chat.completions.create(**body, timeout=config.timeout)
-        except (openai.OpenAIError, asyncio.TimeoutError, ValueError) as exc:
-            # ValueError: a 200 answer whose body is not JSON (the SDK lets it escape).
-            raise translate_error(
-                exc,
-                provider=self.name,
-                model=config.model,
-                env_var=self.env_var,
-                secret=self._api_key,
-            ) from exc
-        latency = time.perf_counter() - start
+        response, latency = await self._send(create, body, config, openai.OpenAIError)
         if not hasattr(response, "choices"):
-            # A 200 answer that is not JSON (an HTML page): the SDK hands back its text.
-            raise unexpected_answer(
-                response,
-                provider=self.name,
-                model=config.model,
-                expected="a chat completion",
-                secret=self._api_key,
-            )
+            raise self._unexpected_answer(response, config.model, "a chat completion")
         return completion_from_response(response, model=config.model, latency_s=latency)
 
 
