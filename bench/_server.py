@@ -33,7 +33,6 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -270,24 +269,6 @@ class Billing:
         return Reply.text(answer, usage=usage, delay=latency)
 
 
-def _no_delay(server: Any) -> None:
-    """Turn Nagle's algorithm off on every accepted connection.
-
-    http.server sends the headers and the body of an answer in two writes; with Nagle on,
-    the body waits for the client's delayed ACK of the headers (about 40 ms on Linux), which
-    would be billed to whichever annotator is being measured. Real API servers do not do
-    that, so neither does ours."""
-    inner = server._server
-    accept = inner.get_request
-
-    def get_request() -> tuple[socket.socket, Any]:
-        conn, addr = accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn, addr
-
-    inner.get_request = get_request
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port-file", required=True, type=Path)
@@ -302,7 +283,6 @@ def main(argv: list[str] | None = None) -> int:
     server.responder = billing.reply
     server.batch_polls = 0
     server.start()
-    _no_delay(server)
     # Requests are recorded by the fake; a long benchmark must not keep megabytes of them.
     stop = threading.Event()
 

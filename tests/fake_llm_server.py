@@ -83,7 +83,9 @@ class Reply:
 
     ``usage`` overrides token counts: keys ``input``, ``cached``, ``cache_write``, ``output``
     (``None`` as the whole value = omit usage from the response). ``delay`` sleeps before
-    answering (for timeout tests).
+    answering (for timeout tests). Faults: :meth:`reset` (connection dropped),
+    :meth:`truncated` (body cut short), :meth:`dripping` (body sent slowly), :meth:`raw`
+    with another ``content_type`` (an HTML page from a proxy).
     """
 
     kind: str
@@ -655,6 +657,9 @@ def _multipart_file(content_type: str, raw: bytes) -> tuple[bytes, dict[str, str
 def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # http.server writes headers and body separately; with Nagle on, the body waits for
+        # the client's delayed ACK (~40 ms on Linux). Real API servers do not stall like that.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass

@@ -352,6 +352,21 @@ def test_deep_nesting_is_refused_promptly(name: str) -> None:
     assert time.perf_counter() - start < 2 * PER_INPUT_SECONDS
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[2025-03-02 10:14:03] user_proxy (to assistant):\nHello\n",
+        "[INFO] starting\n[INFO] done\n",
+        "[1/3] compiling\n",
+    ],
+)
+def test_logs_starting_with_a_bracket_are_text(text: str) -> None:
+    """Found by the injection corpus: such logs were read as JSON arrays and failed."""
+    trace = load_bytes(text.encode(), ".log")
+    assert isinstance(trace, Trace) and trace.format == "text"
+    assert trace.steps[0].content.startswith(text.split("\n")[0])
+
+
 HUGE = 20_000_000
 
 _HUGE_SCRIPT = r"""

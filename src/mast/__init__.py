@@ -36,6 +36,7 @@ from mast.fewshot import FewShotExample, load_examples, select_examples
 from mast.heuristic import heuristic_verdict
 from mast.judge import Judge
 from mast.loaders import load_trace, load_traces
+from mast.redact import Redactor
 from mast.runner import AnnotationRun, RetryPolicy, RunSummary, aannotate_many, annotate_many
 from mast.segment import SegmentationWarning
 from mast.store import read_annotations, to_frame
@@ -138,6 +139,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
+    "Redactor",
     "RetryPolicy",
     "RunStopped",
     "RunSummary",

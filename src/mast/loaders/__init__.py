@@ -275,10 +275,10 @@ def _unreadable(head: bytes) -> str | None:
 
 def _sniff(head: bytes) -> str:
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    # A log whose lines start with "[2025-03-02 10:14:03]" or "[INFO]" is text: an array
-    # that can hold traces opens with an object, an array, or is empty.
+    # A log whose lines start with "[2025-03-02 10:14:03]" or "[INFO]" is text: a JSON
+    # array opens with an object, an array or a string, or is empty.
     if stripped[:1] == b"{" or (
-        stripped[:1] == b"[" and stripped[1:].lstrip(b" \t\r\n")[:1] in (b"{", b"[", b"]")
+        stripped[:1] == b"[" and stripped[1:].lstrip(b" \t\r\n")[:1] in (b"{", b"[", b"]", b'"')
     ):
         return "jsonl" if _looks_like_jsonl(head) else "json"
     return "text"

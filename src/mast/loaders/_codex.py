@@ -146,6 +146,30 @@ class _RolloutBuilder:
         self.steps.append(step)
         return step
 
+    def harness(self, content: str, number: int, ts: object, item_type: str) -> Step:
+        """A system step of the Codex harness (instructions, a compaction summary)."""
+        return self.add(
+            content,
+            number,
+            ts,
+            agent="codex-harness",
+            role="system",
+            kind=StepKind.SYSTEM,
+            metadata={"item_type": item_type},
+        )
+
+    def log(self, content: str, number: int, ts: object, metadata: dict[str, Any]) -> Step:
+        """A log step of the Codex harness (an aborted turn, an error)."""
+        return self.add(
+            content, number, ts, agent="codex-harness", kind=StepKind.LOG, metadata=metadata
+        )
+
+    def thought(self, content: str, number: int, ts: object, item_type: str) -> Step:
+        """The agent's reasoning text."""
+        return self.add(
+            content, number, ts, agent=AGENT, role="assistant", metadata={"item_type": item_type}
+        )
+
     def skip(self, what: str) -> None:
         self.skipped[what] = self.skipped.get(what, 0) + 1
 
@@ -171,15 +195,7 @@ class _RolloutBuilder:
         elif kind == "event_msg":
             self.event_msg(number, ts, payload)
         elif kind == "compacted":
-            self.add(
-                _text_of(payload.get("message")),
-                number,
-                ts,
-                agent="codex-harness",
-                role="system",
-                kind=StepKind.SYSTEM,
-                metadata={"item_type": "compacted"},
-            )
+            self.harness(_text_of(payload.get("message")), number, ts, "compacted")
         else:
             self.skip(str(kind))
 
@@ -203,15 +219,7 @@ class _RolloutBuilder:
 
     def instruction_step(self, number: int, ts: object, text: str, origin: str) -> None:
         self.instructions_seen.add(text.strip())
-        self.add(
-            text,
-            number,
-            ts,
-            agent="codex-harness",
-            role="system",
-            kind=StepKind.SYSTEM,
-            metadata={"item_type": origin},
-        )
+        self.harness(text, number, ts, origin)
 
     def turn_context(self, number: int, ts: object, p: Mapping[str, Any]) -> None:
         model = p.get("model")
@@ -250,14 +258,7 @@ class _RolloutBuilder:
         elif item == "reasoning":
             text = _reasoning_text(p)
             if text:
-                self.add(
-                    text,
-                    number,
-                    ts,
-                    agent=AGENT,
-                    role="assistant",
-                    metadata={"item_type": "reasoning"},
-                )
+                self.thought(text, number, ts, "reasoning")
             else:
                 self.skip("reasoning without readable text (encrypted)")
         elif item in {"function_call", "custom_tool_call"}:
@@ -351,14 +352,7 @@ class _RolloutBuilder:
                 return
             text = p.get("text")
             if isinstance(text, str) and text.strip():
-                self.add(
-                    text,
-                    number,
-                    ts,
-                    agent=AGENT,
-                    role="assistant",
-                    metadata={"item_type": "event_msg.agent_reasoning"},
-                )
+                self.thought(text, number, ts, "event_msg.agent_reasoning")
         elif event == "token_count":
             info = p.get("info")
             if isinstance(info, Mapping) and isinstance(info.get("total_token_usage"), Mapping):
@@ -366,25 +360,12 @@ class _RolloutBuilder:
         elif event == "turn_aborted":
             reason = str(p.get("reason") or "unknown")
             self.aborted.append(reason)
-            self.add(
-                f"turn aborted: {reason}",
-                number,
-                ts,
-                agent="codex-harness",
-                kind=StepKind.LOG,
-                metadata={"item_type": "event_msg.turn_aborted", "reason": reason},
-            )
+            metadata = {"item_type": "event_msg.turn_aborted", "reason": reason}
+            self.log(f"turn aborted: {reason}", number, ts, metadata)
         elif event in {"error", "stream_error"}:
             message = str(p.get("message") or "")
             self.errors.append(message)
-            self.add(
-                f"{event}: {message}",
-                number,
-                ts,
-                agent="codex-harness",
-                kind=StepKind.LOG,
-                metadata={"item_type": f"event_msg.{event}"},
-            )
+            self.log(f"{event}: {message}", number, ts, {"item_type": f"event_msg.{event}"})
         elif event == "task_complete":
             last = p.get("last_agent_message")
             self.meta["task_complete"] = True

@@ -31,7 +31,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -95,36 +95,34 @@ def _get(d: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
+def _int64(raw: Any) -> Any:
+    try:
+        return int(raw)  # int64 is a JSON string in OTLP JSON
+    except (TypeError, ValueError):
+        return raw
+
+
+# OTLP ``AnyValue`` kinds in the order they are tried, each with its decoder; the key is
+# ``<kind>Value`` (OTLP JSON) or ``<kind>_value`` (protobuf field names).
+_ANY_VALUE_KINDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("string", lambda raw: raw),
+    ("bool", bool),
+    ("int", _int64),
+    ("double", float),
+    ("array", lambda raw: [_any_value(v) for v in (raw or {}).get("values", [])]),
+    ("kvlist", lambda raw: _attributes((raw or {}).get("values", []))),
+    ("bytes", lambda raw: raw),
+)
+
+
 def _any_value(value: object) -> Any:
     """Decode an OTLP ``AnyValue`` (``{"stringValue": …}`` etc.) into a Python value."""
     if not isinstance(value, Mapping):
         return value
-    for key in ("stringValue", "string_value"):
-        if key in value:
-            return value[key]
-    for key in ("boolValue", "bool_value"):
-        if key in value:
-            return bool(value[key])
-    for key in ("intValue", "int_value"):
-        if key in value:
-            try:
-                return int(value[key])  # int64 is a JSON string in OTLP JSON
-            except (TypeError, ValueError):
-                return value[key]
-    for key in ("doubleValue", "double_value"):
-        if key in value:
-            return float(value[key])
-    for key in ("arrayValue", "array_value"):
-        if key in value:
-            inner = value[key] or {}
-            return [_any_value(v) for v in inner.get("values", [])]
-    for key in ("kvlistValue", "kvlist_value"):
-        if key in value:
-            inner = value[key] or {}
-            return _attributes(inner.get("values", []))
-    for key in ("bytesValue", "bytes_value"):
-        if key in value:
-            return value[key]
+    for kind, decode in _ANY_VALUE_KINDS:
+        for key in (f"{kind}Value", f"{kind}_value"):
+            if key in value:
+                return decode(value[key])
     return None
 
 
@@ -589,16 +587,8 @@ class _Builder:
             if call_id:
                 self.results_emitted.add(call_id)
                 self._close(call_id)
-            self.put(
-                time,
-                span,
-                msg.content,
-                agent="tool",
-                role="tool",
-                kind=StepKind.TOOL_RESULT,
-                tool_name=self.calls_emitted.get(call_id or "") or msg.name,
-                metadata={"call_id": call_id},
-            )
+            name = self.calls_emitted.get(call_id or "") or msg.name
+            self.put_result(time, span, msg.content, call_id, name)
             return
         if msg.content and key not in self.seen:
             self.seen.add(key)
@@ -621,17 +611,45 @@ class _Builder:
             if call_id:
                 self.calls_emitted[call_id] = name
                 self.open_calls.append((call_id, name))
-            self.put(
-                time,
-                span,
-                _args_text(arguments),
-                agent=agent or "assistant",
-                role="assistant",
-                kind=StepKind.TOOL_CALL,
-                tool_name=name,
-                tool_args=_maybe_json(arguments),
-                metadata={"call_id": call_id},
-            )
+            self.put_call(time, span, _args_text(arguments), agent, call_id, name, arguments)
+
+    def put_call(
+        self,
+        time: int | None,
+        span: Span,
+        content: str,
+        agent: str | None,
+        call_id: str | None,
+        name: str | None,
+        arguments: object,
+    ) -> None:
+        """The agent's call of tool ``name`` (from a message's tool calls or a tool span)."""
+        self.put(
+            time,
+            span,
+            content,
+            agent=agent or "assistant",
+            role="assistant",
+            kind=StepKind.TOOL_CALL,
+            tool_name=name,
+            tool_args=_maybe_json(arguments),
+            metadata={"call_id": call_id},
+        )
+
+    def put_result(
+        self, time: int | None, span: Span, content: str, call_id: str | None, name: str | None
+    ) -> None:
+        """What tool ``name`` returned for call ``call_id``."""
+        self.put(
+            time,
+            span,
+            content,
+            agent="tool",
+            role="tool",
+            kind=StepKind.TOOL_RESULT,
+            tool_name=name,
+            metadata={"call_id": call_id},
+        )
 
     def _close(self, call_id: str) -> None:
         self.open_calls = [c for c in self.open_calls if c[0] != call_id]
@@ -649,30 +667,12 @@ class _Builder:
         agent = self.agent_of(span)
         if call_id not in self.calls_emitted:
             self.calls_emitted[call_id] = name
-            self.put(
-                span.start,
-                span,
-                _args_text(arguments) if arguments is not None else "",
-                agent=agent or "assistant",
-                role="assistant",
-                kind=StepKind.TOOL_CALL,
-                tool_name=name,
-                tool_args=_maybe_json(arguments),
-                metadata={"call_id": call_id},
-            )
+            content = _args_text(arguments) if arguments is not None else ""
+            self.put_call(span.start, span, content, agent, call_id, name, arguments)
         if call_id not in self.results_emitted and (result is not None or span.end is not None):
             self.results_emitted.add(call_id)
             self._close(call_id)
-            self.put(
-                span.end,
-                span,
-                _text(result),
-                agent="tool",
-                role="tool",
-                kind=StepKind.TOOL_RESULT,
-                tool_name=name,
-                metadata={"call_id": call_id},
-            )
+            self.put_result(span.end, span, _text(result), call_id, name)
 
     def span(self, span: Span) -> None:
         a = span.attributes
