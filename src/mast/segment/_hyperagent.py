@@ -60,26 +60,17 @@ def segment_text(text: str) -> Parsed | None:
         if label.group("src"):
             agent, to = _agent(label.group("src")), _agent(label.group("dst"))
             meta["recipient"] = to
-            if delegations:
-                cid, intern = delegations.pop()
-                b.add(
-                    StepKind.TOOL_RESULT,
-                    text[label.end() : z],
-                    header=header,
-                    agent=agent,
-                    role="assistant",
-                    tool_name=intern,
-                    metadata={**meta, "call_id": cid},
-                )
-            else:
-                b.add(
-                    StepKind.MESSAGE,
-                    text[label.end() : z],
-                    header=header,
-                    agent=agent,
-                    role="assistant",
-                    metadata=meta,
-                )
+            # A report answers the latest open delegation; without one it is a message.
+            cid, intern = delegations.pop() if delegations else (None, None)
+            b.add(
+                StepKind.TOOL_RESULT if cid else StepKind.MESSAGE,
+                text[label.end() : z],
+                header=header,
+                agent=agent,
+                role="assistant",
+                tool_name=intern,
+                metadata={**meta, "call_id": cid} if cid else meta,
+            )
             continue
         agent = _agent(label.group("who"))
         meta["speaker_label"] = label.group("who")
@@ -97,28 +88,24 @@ def segment_text(text: str) -> Parsed | None:
             end = parts[i + 1].start() if i + 1 < len(parts) else z
             chunk = text[p.start() : end]
             cid = b.new_call_id()
+            args: dict[str, Any] | None = None
+            extra: dict[str, Any] = {}
             if p.group("kind") == "Intern Name":
                 named = _INTERN.match(chunk.lstrip())
                 name = named.group("name").strip() if named else None
-                b.add(
-                    StepKind.TOOL_CALL,
-                    chunk,
-                    agent=agent,
-                    role="assistant",
-                    tool_name=name,
-                    tool_args={"intern_name": name},
-                    metadata={**meta, "call_id": cid, "delegation": True},
-                )
+                args, extra = {"intern_name": name}, {"delegation": True}
                 delegations.append((cid, name))
             else:
                 # HyperAgent tools are called as ``<tool>._run(...)``; shell actions are fenced.
                 found = _TOOL.search(chunk) or _FENCE.search(chunk)
-                b.add(
-                    StepKind.TOOL_CALL,
-                    chunk,
-                    agent=agent,
-                    role="assistant",
-                    tool_name=found.group(1) if found else None,
-                    metadata={**meta, "call_id": cid},
-                )
+                name = found.group(1) if found else None
+            b.add(
+                StepKind.TOOL_CALL,
+                chunk,
+                agent=agent,
+                role="assistant",
+                tool_name=name,
+                tool_args=args,
+                metadata={**meta, "call_id": cid, **extra},
+            )
     return Parsed(steps=b.build())
