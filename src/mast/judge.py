@@ -256,9 +256,7 @@ class Judge:
         if context_tokens is not None and context_tokens < 1024:
             raise ValueError(f"context_tokens must be at least 1024, got {context_tokens}")
         self.model = model
-        self.taxonomy = (
-            taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
-        )
+        self.taxonomy = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
         self.temperature = temperature
         self.repair_attempts = repair_attempts
         self.drop_ungrounded = drop_ungrounded
