@@ -31,6 +31,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.trace import Step, StepKind, Trace
+from mast.verdict import example_answer
 
 if TYPE_CHECKING:
     from mast.fewshot import FewShotExample
@@ -236,24 +237,24 @@ def _example_answer(example: FewShotExample, taxonomy: Taxonomy) -> dict[str, An
     rationale is the author's note for it when there is one. Gold labels carry no
     confidence, so none is shown.
     """
-    modes: dict[str, Any] = {}
-    for code in taxonomy.codes:
+
+    def note(code: str) -> str:
+        if example.notes.get(code):
+            return example.notes[code]
         present = example.labels.get(code)
-        steps = example.evidence.get(code, []) if present else []
-        note = example.notes.get(code)
-        if note is None:
-            note = "Shown by the cited steps." if present else "No sign of it in the excerpt."
-        modes[code] = {
-            "evidence": [{"step_id": step_id, "quote": ""} for step_id in steps],
-            "rationale": note,
-            "present": present,
-            "confidence": None,
-        }
-    return {
-        "summary": " ".join(example.rationale.split()),
-        "modes": modes,
-        "task_completed": example.task_completed,
-    }
+        if present is None:
+            return ""
+        return "Shown by the cited steps." if present else "No sign of it in the excerpt."
+
+    notes = {code: note(code) for code in taxonomy.codes}
+    return example_answer(
+        labels=example.labels,
+        evidence={c: steps for c, steps in example.evidence.items() if example.labels.get(c)},
+        rationale=example.rationale,
+        taxonomy=taxonomy,
+        notes=notes,
+        task_completed=example.task_completed,
+    )
 
 
 def render_system(
