@@ -172,9 +172,10 @@ def test_collect_counts_failed_records_and_reads_every_source_shape() -> None:
         assert data.excluded.failed == {status: ["t7"]}
 
 
-def test_results_frame_model_column_is_the_judge_not_the_traced_model() -> None:
+def test_results_frame_judge_column_does_not_clash_with_the_traced_model() -> None:
     frame = _results_frame()
-    frame["model"] = "openai/gpt-4.1"  # what to_frame puts there: the judge
+    assert "model" not in frame.columns
+    frame["judge"] = "openai/gpt-4.1"
     traces = {t: {**f, "model": "kimi-k2"} for t, f in FIELDS.items()}
     data = analysis.collect(frame, traces=traces, modes=MODES)
     assert set(data.fields["judge"]) == {"openai/gpt-4.1"}

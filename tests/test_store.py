@@ -168,7 +168,7 @@ def test_to_frame_one_row_per_trace_unknown_stays_na(tmp_path: Path) -> None:
     frame = to_frame(path)
     assert list(frame.index) == ["t1", "t2", "t3"]
     assert set(CODES) <= set(frame.columns)
-    assert {"status", "cost_usd", "input_tokens", "output_tokens", "cached", "model"} <= set(
+    assert {"status", "cost_usd", "input_tokens", "output_tokens", "cached", "judge"} <= set(
         frame.columns
     )
     assert frame.loc["t1", "status"] == "ok" and frame.loc["t3", "status"] == "parse_error"
@@ -176,7 +176,7 @@ def test_to_frame_one_row_per_trace_unknown_stays_na(tmp_path: Path) -> None:
     assert pd.isna(frame.loc["t1", "3.3"])  # unknown, never False
     assert pd.isna(frame.loc["t3", "1.1"])
     assert str(frame["1.1"].dtype) == "boolean"
-    assert frame.loc["t1", "model"] == "openai/gpt-4o-mini"
+    assert frame.loc["t1", "judge"] == "openai/gpt-4o-mini"
     assert bool(frame.loc["t2", "cached"]) is True
     same = to_frame(read_annotations(path))
     pd.testing.assert_frame_equal(frame, same)

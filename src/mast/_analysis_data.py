@@ -11,10 +11,9 @@ Trace fields (system, model, benchmark, outcome, run …) come from the label fr
 non-mode columns and/or from ``traces=`` (a list of :class:`~mast.trace.Trace`, a DataFrame
 indexed by trace id or with a ``trace_id`` column, or ``{trace_id: {field: value}}``),
 joined by trace id.  A results frame holding several runs that share trace ids keeps one row
-per (run, trace) when it has a ``run`` column.  In a frame laid out by ``mast.to_frame``
-(``status``, ``taxonomy`` and ``model`` columns) ``model`` names the *judge*: it becomes the
-field ``judge``, so that ``model`` can hold the traced system's model from ``traces=``, and
-rows of one trace by several judges stay apart.
+per (run, trace) when it has a ``run`` column.  A ``mast.to_frame`` layout names the judge
+in its ``judge`` column, so ``model`` stays free for the traced system's model from
+``traces=``, and rows of one trace by several judges stay apart.
 
 >>> data = collect({"t1": {"1.1": True, "1.2": None}, "t2": None}, modes=["1.1", "1.2"],
 ...                traces={"t1": {"system": "AG2"}})
@@ -56,7 +55,6 @@ MISSING = "(none)"
 
 _NOT_FIELDS = {"status", "vector", "findings"}
 _CORE = ("system", "model", "benchmark", "outcome", "format", "n_steps")
-_RESULTS_COLUMNS = {"status", "taxonomy", "model"}  # the mast.to_frame layout
 
 
 def _shorten(ids: Sequence[str], limit: int = 5) -> str:
@@ -303,9 +301,6 @@ def _tables_from_frame(
     if "trace_id" not in frame.columns:
         frame = frame.rename_axis("trace_id").reset_index()
     frame = frame.assign(trace_id=frame["trace_id"].map(str))
-    if set(frame.columns) >= _RESULTS_COLUMNS and "judge" not in frame.columns:
-        # In mast.to_frame output, "model" is the judge's model, not the traced system's.
-        frame = frame.rename(columns={"model": "judge"})
     names = _frame_fields(frame, codes, tax)
     split = [c for c in ("run", "judge") if c in frame.columns]
     if not (split and frame.duplicated(["trace_id"]).any()):

@@ -299,7 +299,9 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
         provider, model = ann.judge.get("provider"), ann.judge.get("model")
         row: dict[str, Any] = {
             "trace_id": ann.trace_id,
-            "model": f"{provider}/{model}" if provider and model and provider != model else model,
+            # "judge", not "model": a trace's own "model" field (the LLM behind the traced
+            # agents) is joined onto this frame by analysis and must not collide with it.
+            "judge": f"{provider}/{model}" if provider and model and provider != model else model,
             "status": ann.status,
             "error": ann.error,
         }
@@ -317,7 +319,7 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
         rows.append(row)
     columns = [
         "trace_id",
-        "model",
+        "judge",
         "status",
         "error",
         *codes,
