@@ -41,6 +41,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Codes and the names the official answer template prints (its 3.2/3.3 names are swapped).
+from baseline_annotator import CODES
+from baseline_annotator import NAMES as OFFICIAL_NAMES
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 
@@ -49,25 +53,7 @@ MESSAGE_OVERHEAD_TOKENS = 4
 CACHE_MIN_TOKENS = 1024
 CACHE_STEP_TOKENS = 128
 
-CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
-CODES += ["3.1", "3.2", "3.3"]
-# Names as the official prompt's answer template writes them (a model echoes them).
-OFFICIAL_NAMES = {
-    "1.1": "Disobey Task Specification",
-    "1.2": "Disobey Role Specification",
-    "1.3": "Step Repetition",
-    "1.4": "Loss of Conversation History",
-    "1.5": "Unaware of Termination Conditions",
-    "2.1": "Conversation Reset",
-    "2.2": "Fail to Ask for Clarification",
-    "2.3": "Task Derailment",
-    "2.4": "Information Withholding",
-    "2.5": "Ignored Other Agent's Input",
-    "2.6": "Action-Reasoning Mismatch",
-    "3.1": "Premature Termination",
-    "3.2": "No or Incorrect Verification",
-    "3.3": "Weak Verification",
-}
+
 # Share of MAD traces showing each mode is roughly 5-40%; this gives 2-3 modes per trace.
 PREVALENCE = 0.18
 
