@@ -33,6 +33,16 @@ def test_inspect_examples_and_bad_files(capsys: pytest.CaptureFixture[str], fixt
     assert "empty file" in capsys.readouterr().err
 
 
+def test_a_closed_pipe_ends_quietly() -> None:
+    command = [sys.executable, "-m", "mast", "taxonomy", "-v"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        reader.stdout.close()  # the reader leaves before reading, like `| head -0`
+        err = reader.stderr.read().decode()
+        assert reader.wait(timeout=30) == 141
+    assert "BrokenPipe" not in err and "Traceback" not in err
+
+
 def test_console_script_entry_point() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mast.cli", "--version"], capture_output=True, text=True, check=True

@@ -7,6 +7,7 @@ returns the process exit code.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -99,12 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
+        sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
     except MastError as exc:
         print(f"mast: error: {exc}", file=sys.stderr)
         return 2
     except FileNotFoundError as exc:
         print(f"mast: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`mast taxonomy | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return code
 
 
