@@ -216,8 +216,6 @@ def _read_run(folder: Path) -> Iterator[Trace | TraceFormatError]:
 
 # --- reading one file -------------------------------------------------------------------
 
-Item = "Trace | TraceFormatError"
-
 
 def _read_file(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     if format != "auto" and format not in _FORMATS:

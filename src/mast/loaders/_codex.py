@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mast.errors import TraceFormatError
+from mast.loaders._records import json_or_text
 from mast.loaders._session import Line, RawLine, dedupe_instructions, raw_line_step
 from mast.trace import Outcome, Step, StepKind, Trace
 
@@ -58,16 +59,6 @@ def _text_of(content: object) -> str:
                     parts.append(json.dumps(part, ensure_ascii=False))
         return "\n".join(parts)
     return json.dumps(content, ensure_ascii=False)
-
-
-def _parse_args(raw: object) -> object:
-    """Tool arguments as JSON where they are JSON; otherwise the raw string, unchanged."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
-            return raw
-    return raw
 
 
 def _output_text(output: object) -> tuple[str, bool | None]:
@@ -272,7 +263,7 @@ class _RolloutBuilder:
                 role="assistant",
                 kind=StepKind.TOOL_CALL,
                 tool_name=_str(p.get("name")),
-                tool_args=_parse_args(raw),
+                tool_args=json_or_text(raw),
                 metadata={"item_type": item, "call_id": call_id},
             )
             if isinstance(raw, str) and step.tool_args is raw and raw.strip():
@@ -557,7 +548,7 @@ def _exec_item_steps(item: Mapping[str, Any], incomplete: bool = False) -> list[
         name = (
             f"{item.get('server')}.{item.get('tool')}" if item.get("server") else item.get("tool")
         )
-        arguments = _parse_args(item.get("arguments"))
+        arguments = json_or_text(item.get("arguments"))
         res = item.get("result")
         err = item.get("error")
         if isinstance(res, Mapping):

@@ -471,7 +471,7 @@ def _chat_steps(message: Mapping[str, Any], start: int, position: int) -> list[S
                 role=role,
                 kind=StepKind.TOOL_CALL,
                 tool_name=_opt_str(function.get("name")),
-                tool_args=_maybe_json(arguments),
+                tool_args=json_or_text(arguments),
                 metadata={
                     **base_meta,
                     "call_id": call.get("id") if isinstance(call, dict) else None,
@@ -481,7 +481,8 @@ def _chat_steps(message: Mapping[str, Any], start: int, position: int) -> list[S
     return steps
 
 
-def _maybe_json(value: object) -> object:
+def json_or_text(value: object) -> object:
+    """Tool arguments as JSON where they are JSON; otherwise the value, unchanged."""
     if isinstance(value, str):
         try:
             return json.loads(value)
