@@ -93,14 +93,14 @@ def _fresh(path: Path) -> Path:
 
 
 def _prices() -> Any:
-    from mast.pricing import price_table
+    from mast.judge.pricing import price_table
 
     return price_table()
 
 
 def _bill(usage: list[dict[str, Any]], model: str, side: str) -> dict[str, Any]:
-    """Tokens and USD of one side's completions, priced from ``mast.pricing``."""
-    from mast.usage import Usage
+    """Tokens and USD of one side's completions, priced from ``mast.judge.pricing``."""
+    from mast.judge.usage import Usage
 
     table = _prices()
     key = f"openai/{model}"
@@ -114,8 +114,8 @@ def _bill(usage: list[dict[str, Any]], model: str, side: str) -> dict[str, Any]:
             ),
         )
         if cost is None:
-            raise SystemExit(f"no price for {key} in mast.pricing: pass a model it knows")
-        # Batch APIs bill half (mast.batch.BATCH_PRICE_FACTOR), cached tokens included.
+            raise SystemExit(f"no price for {key} in mast.judge.pricing: pass a model it knows")
+        # Batch APIs bill half (mast.bulk.batch.BATCH_PRICE_FACTOR), cached tokens included.
         total["usd"] += cost * (0.5 if u["batch"] else 1.0)
         for k in ("input", "cached", "output"):
             total[k] += u[k]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import mast
-from mast.segment import SegmentationWarning
+from mast.traces.segment import SegmentationWarning
 
 T = TypeVar("T")
 
@@ -100,14 +100,14 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
 # Where time goes, by the file a function lives in (first match wins).
 _BUCKETS = [
     (
-        "load + segment (mast.loaders, mast.segment, ijson)",
+        "load + segment (mast.traces.loaders, mast.traces.segment, ijson)",
         ("mast/loaders", "mast/segment", "ijson"),
     ),
-    ("redact (mast.redact)", ("mast/redact",)),
-    ("render (mast.prompts, jinja2)", ("mast/prompts", "jinja2", "templates/")),
-    ("parse + ground (mast.verdict)", ("mast/verdict", "mast/_textformat", "mast/_lenient")),
-    ("results store (mast.store, fsync)", ("mast/store", "fsync")),
-    ("response cache (mast.cache, sqlite3)", ("mast/cache", "sqlite3")),
+    ("redact (mast.judge.redact)", ("mast/redact",)),
+    ("render (mast.judge.prompts, jinja2)", ("mast/prompts", "jinja2", "templates/")),
+    ("parse + ground (mast.judge.verdict)", ("mast/verdict", "mast/_textformat", "mast/_lenient")),
+    ("results store (mast.bulk.store, fsync)", ("mast/store", "fsync")),
+    ("response cache (mast.bulk.cache, sqlite3)", ("mast/cache", "sqlite3")),
     ("JSON encoding (json)", ("json/",)),
     (
         "OpenAI SDK + HTTP client",
@@ -146,7 +146,7 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
             records += 1
             chars += len(record["trace"]["trajectory"])
     else:  # json + the same conversion to Trace objects that load_traces does
-        from mast.loaders._records import mad_full
+        from mast.traces.loaders._records import mad_full
 
         with open(args.data, encoding="utf-8") as fh:
             data = json.load(fh)

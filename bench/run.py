@@ -46,7 +46,7 @@ def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         "# Benchmark results",
         "",
         f"`{meta['command']}` — {meta['mode']} run, {meta['official']}, model "
-        f"`{meta['model']}` priced from `mast.pricing` (as of {meta['prices_as_of']}), "
+        f"`{meta['model']}` priced from `mast.judge.pricing` (as of {meta['prices_as_of']}), "
         f"{meta['elapsed_s']:.0f} s in all, load average {meta['load_before']} before / "
         f"{meta['load_after']} after (other work on the machine makes absolute times noisy; "
         "the ratios compare both sides measured in the same run).",
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    from mast.pricing import PRICES_AS_OF
+    from mast.judge.pricing import PRICES_AS_OF
 
     command = "python bench/run.py" + ("" if mode == "full" else f" --{mode}")
     command += " --no-official" if args.no_official else ""

@@ -25,7 +25,7 @@ fi
 
 mast() { python -c 'import sys; from mast.cli import main; sys.exit(main())' "$@"; }
 
-examples="$(python -c 'from mast.datasets import examples_path; print(examples_path())')"
+examples="$(python -c 'from mast.traces.datasets import examples_path; print(examples_path())')"
 rm -f "$out/results.jsonl"
 mast annotate "$examples" --model heuristic --no-cache -q --out "$out/results.jsonl"
 mast report "$out/results.jsonl" --traces "$examples" \

@@ -34,11 +34,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mast.errors import MastError, VerdictParseError
-from mast.loaders import formats, load_trace
-from mast.prompts import render
-from mast.redact import Redactor
-from mast.trace import Trace
-from mast.verdict import Verdict, parse_response
+from mast.judge.prompts import render
+from mast.judge.redact import Redactor
+from mast.judge.verdict import Verdict, parse_response
+from mast.traces.loaders import formats, load_trace
+from mast.traces.model import Trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 _PROFILE = os.environ.get("MAST_FUZZ_PROFILE", "fast")

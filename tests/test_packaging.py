@@ -50,7 +50,7 @@ def test_wheel_installs_into_a_fresh_venv_and_loads_its_data(tmp_path: Path) -> 
         "assert data_dir('fewshot').is_dir()\n"
         "tax = mast.load_taxonomy()\n"
         "print(len(tax), tax['2.6'].name, len(mast.load_label_version('round1').modes))\n"
-        "print(len(mast.datasets.example_traces()))\n"
+        "print(len(mast.traces.datasets.example_traces()))\n"
     )
     result = subprocess.run(
         [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path

@@ -7,9 +7,10 @@
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from mast import datasets, itbench
+from mast import datasets
 from mast._version import __version__
-from mast.annotation import Annotation
+from mast.bulk.runner import AnnotationRun, RetryPolicy, RunSummary, aannotate_many, annotate_many
+from mast.bulk.store import read_annotations, to_frame
 from mast.errors import (
     AuthError,
     BudgetExceeded,
@@ -32,24 +33,13 @@ from mast.errors import (
     TraceFormatError,
     VerdictParseError,
 )
-from mast.fewshot import FewShotExample, load_examples, select_examples
-from mast.heuristic import heuristic_verdict
-from mast.judge import Judge
-from mast.loaders import load_trace, load_traces
-from mast.redact import Redactor
-from mast.runner import AnnotationRun, RetryPolicy, RunSummary, aannotate_many, annotate_many
-from mast.segment import SegmentationWarning
-from mast.store import read_annotations, to_frame
-from mast.taxonomy import (
-    FailureMode,
-    LabelVersion,
-    Taxonomy,
-    load_label_version,
-    load_taxonomy,
-)
-from mast.trace import FailureVector, LabelSource, Outcome, Step, StepKind, Trace
-from mast.usage import Usage
-from mast.verdict import (
+from mast.judge.annotation import Annotation
+from mast.judge.fewshot import FewShotExample, load_examples, select_examples
+from mast.judge.heuristic import heuristic_verdict
+from mast.judge.judge import Judge
+from mast.judge.redact import Redactor
+from mast.judge.usage import Usage
+from mast.judge.verdict import (
     Evidence,
     Finding,
     Verdict,
@@ -57,6 +47,17 @@ from mast.verdict import (
     parse_response,
     verdict_json_schema,
 )
+from mast.taxonomy import (
+    FailureMode,
+    LabelVersion,
+    Taxonomy,
+    load_label_version,
+    load_taxonomy,
+)
+from mast.traces import itbench
+from mast.traces.loaders import load_trace, load_traces
+from mast.traces.model import FailureVector, LabelSource, Outcome, Step, StepKind, Trace
+from mast.traces.segment import SegmentationWarning
 
 if _TYPE_CHECKING:
     from mast import agree as agree

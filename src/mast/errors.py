@@ -273,7 +273,7 @@ class RunStopped(MastError):
 
     ``reason`` is ``"auth"`` (the provider refused the credentials) or ``"budget"`` (the
     next call would have exceeded ``budget_usd``). ``run`` is the
-    :class:`~mast.runner.AnnotationRun` of what was done (also in the results file); its
+    :class:`~mast.bulk.runner.AnnotationRun` of what was done (also in the results file); its
     ``summary.not_attempted`` lists the traces left, which were not written as errors.
     Rerunning the same command resumes.
     """

@@ -1,0 +1,410 @@
+"""Agreement reports: a judge against people (:func:`agreement`), people among themselves
+(:func:`agreement_among`), and human agreement per taxonomy version (:func:`agreement_by_version`).
+
+Every number comes from :mod:`mast.agree.stats` (point estimates, analytic standard errors); the
+confidence intervals come from a bootstrap over *traces* (all modes and raters of a trace
+are resampled together), percentile and BCa, seeded and reproducible.  Whatever could not be
+scored is counted in ``report.excluded`` — unknown (``None``) cells, failed annotations,
+traces present in one source only, codes the taxonomy does not know, draft-taxonomy modes
+with no final code — never turned into "no".
+
+The module is ``mast.agree`` (not ``mast.agreement``) so that the *function*
+``mast.agreement`` is never shadowed by a submodule of the same name.
+
+>>> import mast
+>>> ref = {"t1": {"1.1": True, "1.2": False}, "t2": {"1.1": False, "1.2": False},
+...        "t3": {"1.1": True, "1.2": True}, "t4": {"1.1": False, "1.2": None}}
+>>> judge = {"t1": {"1.1": True, "1.2": False}, "t2": {"1.1": True, "1.2": False},
+...          "t3": {"1.1": True, "1.2": True}}
+>>> rep = mast.agreement(ref, judge, modes=["1.1", "1.2"], bootstrap=200)
+>>> round(rep.pooled.kappa, 3), rep.pooled.n_cells, rep.excluded.missing["candidate"]
+(0.667, 6, ['t4'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from mast.agree import stats
+from mast.agree.among import AmongPooled, AmongReport, agreement_among
+from mast.agree.base import (
+    MACRO,
+    POOLED,
+    VERIFICATION,
+    CiMethod,
+    Exclusions,
+    _as_labels,
+    _bootstrap_frame,
+    _check_options,
+    _finish_frame,
+    _interval_frame,
+    _kleene_or,
+    _notes,
+    _Report,
+    _select_modes,
+    _set_kappa,
+    _table_exclusions,
+    _taxonomy,
+    _Undefined,
+)
+from mast.agree.render import ci_text, num
+from mast.agree.resample import binary_metrics
+from mast.agree.table import LabelSet, labels_of, natural_key, to_table
+from mast.agree.versions import OVERALL, VersionReport, agreement_by_version
+from mast.taxonomy import Taxonomy
+
+__all__ = [
+    "MACRO",
+    "OVERALL",
+    "POOLED",
+    "VERIFICATION",
+    "AgreementReport",
+    "AmongPooled",
+    "AmongReport",
+    "Exclusions",
+    "LabelSet",
+    "PooledKappa",
+    "VersionReport",
+    "agreement",
+    "agreement_among",
+    "agreement_by_version",
+    "labels_of",
+]
+
+
+# ------------------------------------------------------------------- judge against human
+
+
+@dataclass(frozen=True)
+class PooledKappa:
+    """Cohen's kappa over all compared trace x mode cells (the MAST paper's statistic).
+
+    ``boot_low``/``boot_high`` is the bootstrap interval over traces (method ``method``):
+    quote this one.  ``se`` and the Wald interval ``wald_low``/``wald_high`` (Fleiss, Cohen &
+    Everitt 1969) treat every cell as independent, which cells of one trace are not, so they
+    are too narrow when modes co-occur.
+    """
+
+    kappa: float
+    se: float
+    wald_low: float
+    wald_high: float
+    boot_low: float
+    boot_high: float
+    method: str
+    confidence: float
+    n_cells: int
+    n_traces: int
+
+
+_BINARY_CI = ("kappa", "ac1", "pabak", "precision", "recall", "f1")
+_BINARY_COLUMNS = [
+    *("name", "n", "kappa", "kappa_low", "kappa_high", "kappa_se", "kappa_wald_low"),
+    *("kappa_wald_high", "ac1", "ac1_low", "ac1_high", "pabak", "pabak_low", "pabak_high"),
+    *("precision", "precision_low", "precision_high", "recall", "recall_low", "recall_high"),
+    *("f1", "f1_low", "f1_high", "accuracy", "pos_agreement", "neg_agreement"),
+    *("prevalence_reference", "prevalence_candidate", "tp", "fp", "fn", "tn"),
+    *("unknown_reference", "unknown_candidate", "unscored"),
+]
+_BINARY_COUNTS = ("n", "tp", "fp", "fn", "tn", "unknown_reference", "unknown_candidate", "unscored")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class AgreementReport(_Report):
+    """How far a candidate (e.g. an LLM judge) agrees with a reference (e.g. people).
+
+    ``per_mode`` has one row per mode: Cohen's kappa with bootstrap interval
+    (``kappa_low``/``kappa_high``), analytic SE and Wald interval, Gwet's AC1, PABAK,
+    precision / recall / F1 of the candidate against the reference (each with a bootstrap
+    interval), accuracy, positive / negative specific agreement, prevalence in each source
+    (on the compared cells), the 2x2 counts, and the unknown cells left out.  ``summary``
+    has the merged verification row ``"3.2∨3.3"``, the ``"pooled"`` row (all cells) and the
+    ``"macro"`` row (mean of the defined per-mode values).  ``intervals`` has every
+    interval by method (percentile, BCa, Wald) with the number of undefined resamples.
+    """
+
+    reference_name: str
+    candidate_name: str
+    taxonomy: str
+    modes: list[str]
+    trace_ids: list[str]
+    pooled: PooledKappa
+    per_mode: pd.DataFrame
+    summary: pd.DataFrame
+    intervals: pd.DataFrame
+    excluded: Exclusions
+    notes: list[str]
+    bootstrap: int
+    seed: int | None
+    confidence: float
+    ci: str
+    _plot_metrics: ClassVar[tuple[str, ...]] = _BINARY_CI
+
+    def __repr__(self) -> str:
+        p = self.pooled
+        return (
+            f"<AgreementReport {self.candidate_name} vs {self.reference_name}: "
+            f"{self.n_traces} traces x {len(self.modes)} modes, pooled kappa {num(p.kappa)} "
+            f"{ci_text(p.boot_low, p.boot_high, 3)}>"
+        )
+
+    def _names(self) -> dict[str, str]:
+        return {"reference": self.reference_name, "candidate": self.candidate_name}
+
+    def _headline(self) -> list[str]:
+        p = self.pooled
+        level = f"{self.confidence:.0%}"
+        boot = (
+            f"{level} CI {ci_text(p.boot_low, p.boot_high, 3)} (bootstrap over traces, "
+            f"{self.ci}, {self.bootstrap} resamples, seed {self.seed})"
+            if self.bootstrap
+            else "no bootstrap"
+        )
+        return [
+            f"Agreement of {self.candidate_name} with {self.reference_name}: "
+            f"{self.n_traces} trace(s) x {len(self.modes)} mode(s) ({self.taxonomy})",
+            f"pooled Cohen's kappa = {num(p.kappa)} over {p.n_cells} cells, {boot}; "
+            f"Wald {ci_text(p.wald_low, p.wald_high, 3)} treats cells as independent",
+        ]
+
+    def _display(self) -> tuple[list[str], list[list[str]], int]:
+        level = f"{self.confidence:.0%} CI"
+        headers = [
+            "mode",
+            "name",
+            "n",
+            "kappa",
+            level,
+            "AC1",
+            "PABAK",
+            "P",
+            "R",
+            "F1",
+            "F1 CI",
+            "prev ref",
+            "prev cand",
+            "tp/fp/fn/tn",
+            "unscored",
+        ]
+        rows = []
+        for index, r in self.to_frame().iterrows():
+            counts = (
+                "/".join(str(r[c]) for c in ("tp", "fp", "fn", "tn"))
+                if not pd.isna(r["tp"])
+                else ""
+            )
+            rows.append(
+                [
+                    str(index),
+                    str(r["name"]),
+                    "" if pd.isna(r["n"]) else str(r["n"]),
+                    num(r["kappa"]),
+                    ci_text(r["kappa_low"], r["kappa_high"]),
+                    num(r["ac1"]),
+                    num(r["pabak"]),
+                    num(r["precision"]),
+                    num(r["recall"]),
+                    num(r["f1"]),
+                    ci_text(r["f1_low"], r["f1_high"]),
+                    num(r["prevalence_reference"]),
+                    num(r["prevalence_candidate"]),
+                    counts,
+                    "" if pd.isna(r["unscored"]) else str(r["unscored"]),
+                ]
+            )
+        return headers, rows, 2
+
+    def _plot_title(self, metric: str) -> str:
+        return (
+            f"{metric}: {self.candidate_name} vs {self.reference_name} "
+            f"({self.n_traces} traces, {self.confidence:.0%} {self.ci} bootstrap CI)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything in the report as JSON-serializable data (NaN becomes ``None``)."""
+        sources = {"reference": self.reference_name, "candidate": self.candidate_name}
+        return self._as_dict("agreement", sources, {}, {})
+
+
+def _source_name(source: object, annotator: str | None, given: str | None, default: str) -> str:
+    if given:
+        return given
+    if annotator:
+        return annotator
+    if isinstance(source, LabelSet):
+        return source.annotator
+    return default
+
+
+def agreement(
+    reference: object,
+    candidate: object,
+    *,
+    modes: Iterable[str] | None = None,
+    bootstrap: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    ci: CiMethod = "percentile",
+    taxonomy: Taxonomy | str | Path | None = None,
+    merge_verification: bool = True,
+    reference_annotator: str | None = None,
+    candidate_annotator: str | None = None,
+    reference_name: str | None = None,
+    candidate_name: str | None = None,
+) -> AgreementReport:
+    """Agreement of ``candidate`` labels (e.g. an LLM judge) with ``reference`` labels.
+
+    Each source may be ``{trace_id: {code: True | False | None}}``, ``{trace_id:
+    FailureVector}``, a DataFrame (index or ``trace_id`` column = trace ids, columns =
+    codes, optional ``status``), a list of annotations (``.trace_id``, ``.vector``,
+    ``.status``) or of dict records, :func:`labels_of` ``(traces, annotator)``, or a list of
+    traces with ``reference_annotator`` / ``candidate_annotator`` naming whose labels to use.
+
+    Only traces both sources labelled usably are compared; within them, a cell with an
+    unknown (``None``) label on either side is left out.  Annotations whose ``status`` is
+    not ``"ok"`` are left out (they are failures, not "no").  All of it is counted in
+    ``report.excluded``.  ``modes`` selects codes (default: every code of ``taxonomy``,
+    the bundled MAST taxonomy by default).
+
+    Point estimates and the analytic SE of kappa come from :mod:`mast.agree.stats`.  Intervals
+    come from ``bootstrap`` resamples of whole traces (``0`` turns them off), seeded with
+    ``seed``; ``ci`` picks which interval fills the ``*_low``/``*_high`` columns
+    (``"percentile"`` or ``"bca"``; both are in ``report.intervals``).  Values that are
+    undefined on the data (kappa of a mode nobody flagged) are NaN, with one
+    :class:`~mast.agree.stats.UndefinedMetricWarning` listing them; kappa is never reported as
+    1.0 for such a mode.  (AC1 and PABAK are 1.0 there by their definition: they measure raw
+    agreement.)
+
+    >>> import mast
+    >>> human = mast.traces.datasets.example_traces()
+    >>> rep = mast.agreement(human, human, reference_annotator="annotator_1",
+    ...                      candidate_annotator="annotator_2", modes=["1.5", "2.5", "3.3"],
+    ...                      bootstrap=0)
+    >>> rep.pooled.kappa, rep.n_traces
+    (1.0, 4)
+    """
+    _check_options(bootstrap, seed, confidence, ci)
+    tax = _taxonomy(taxonomy)
+    codes = _select_modes(modes, tax)
+    ref_name = _source_name(reference, reference_annotator, reference_name, "reference")
+    cand_name = _source_name(candidate, candidate_annotator, candidate_name, "candidate")
+    ref = to_table(
+        reference, modes=codes, taxonomy=tax, name=ref_name, annotator=reference_annotator
+    )
+    cand = to_table(
+        candidate, modes=codes, taxonomy=tax, name=cand_name, annotator=candidate_annotator
+    )
+    ref_at, cand_at = ref.index(), cand.index()
+    ids = sorted(set(ref_at) & set(cand_at), key=natural_key)
+    m = len(codes)
+    r_vals = ref.values[[ref_at[i] for i in ids]].reshape(len(ids), m)
+    c_vals = cand.values[[cand_at[i] for i in ids]].reshape(len(ids), m)
+    rows = list(codes)
+    if merge_verification and "3.2" in codes and "3.3" in codes:
+        j2, j3 = codes.index("3.2"), codes.index("3.3")
+        r_vals = np.column_stack([r_vals, _kleene_or(r_vals[:, j2], r_vals[:, j3])])
+        c_vals = np.column_stack([c_vals, _kleene_or(c_vals[:, j2], c_vals[:, j3])])
+        rows.append(VERIFICATION)
+    r_vals, c_vals = r_vals.astype(np.int8), c_vals.astype(np.int8)
+
+    # Per trace and row, the one-hot 2x2 cell (tp, fp, fn, tn) of that trace; the pooled row
+    # adds up the modes.  Counts, estimates and bootstrap resamples all come from these sums.
+    onehot = np.stack(
+        [
+            (r_vals == 1) & (c_vals == 1),
+            (r_vals == 0) & (c_vals == 1),
+            (r_vals == 1) & (c_vals == 0),
+            (r_vals == 0) & (c_vals == 0),
+        ],
+        axis=-1,
+    ).astype(np.float64)
+    features = np.concatenate([onehot, onehot[:, :m].sum(axis=1, keepdims=True)], axis=1)
+    boot, frame = _bootstrap_frame(
+        features,
+        binary_metrics,
+        rows,
+        m,
+        _BINARY_CI,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        seed=seed,
+        ci=ci,
+    )
+    scored = [*rows, POOLED]
+    frame["pos_agreement"] = frame["f1"]  # 2a / (2a + b + c): the same quantity as F1
+
+    # Cohen's kappa and its analytic SE from mast.agree.stats, per row and over all cells.
+    und = _Undefined()
+    columns = [(_as_labels(r_vals[:, j]), _as_labels(c_vals[:, j])) for j in range(len(rows))]
+    columns.append((_as_labels(r_vals[:, :m].ravel()), _as_labels(c_vals[:, :m].ravel())))
+    kappas = [
+        und.call(row, "kappa", stats.cohen_kappa_with_se, y1, y2, confidence=confidence)
+        for row, (y1, y2) in zip(scored, columns, strict=True)
+    ]
+    _set_kappa(frame, "kappa", kappas, m)
+    for metric in ("ac1", "pabak", "precision", "recall", "f1", "neg_agreement"):
+        und.note(metric, [r for r in scored if np.isnan(frame.at[r, metric])])
+    counts = features.sum(axis=0).astype(np.int64)
+    n_cells = int(counts[-1].sum())
+    und.emit(
+        f"agreement of {cand_name} with {ref_name}",
+        None if n_cells else f"no trace x mode cell could be compared ({len(ids)} matched)",
+    )
+    for k, name in enumerate(("tp", "fp", "fn", "tn")):
+        frame[name] = [*counts[:, k].tolist(), pd.NA]
+    frame["n"] = [*counts.sum(axis=1).tolist(), pd.NA]
+    known_r, known_c = r_vals >= 0, c_vals >= 0
+    unknown_r = (~known_r).sum(axis=0)
+    unknown_c = (~known_c).sum(axis=0)
+    unscored = (~(known_r & known_c)).sum(axis=0)
+    frame["unknown_reference"] = [*unknown_r, unknown_r[:m].sum(), pd.NA]
+    frame["unknown_candidate"] = [*unknown_c, unknown_c[:m].sum(), pd.NA]
+    frame["unscored"] = [*unscored, unscored[:m].sum(), pd.NA]
+    frame = _finish_frame(frame, rows, tax, _BINARY_COLUMNS, _BINARY_COUNTS)
+
+    intervals = _interval_frame(frame, boot, _BINARY_CI, "kappa")
+    excluded = _table_exclusions(
+        {"reference": ref, "candidate": cand},
+        {
+            "reference": dict(zip(rows, map(int, unknown_r), strict=True)),
+            "candidate": dict(zip(rows, map(int, unknown_c), strict=True)),
+        },
+        dict(zip(rows, map(int, unscored), strict=True)),
+    )
+    pooled_row = frame.loc[POOLED]
+    pooled = PooledKappa(
+        kappa=float(pooled_row["kappa"]),
+        se=float(pooled_row["kappa_se"]),
+        wald_low=float(pooled_row["kappa_wald_low"]),
+        wald_high=float(pooled_row["kappa_wald_high"]),
+        boot_low=float(pooled_row["kappa_low"]),
+        boot_high=float(pooled_row["kappa_high"]),
+        method=ci,
+        confidence=float(confidence),
+        n_cells=int(n_cells),
+        n_traces=len(ids),
+    )
+    summary_rows = [r for r in (VERIFICATION, POOLED, MACRO) if r in frame.index]
+    return AgreementReport(
+        reference_name=ref_name,
+        candidate_name=cand_name,
+        taxonomy=tax.label,
+        modes=codes,
+        trace_ids=ids,
+        pooled=pooled,
+        per_mode=frame.loc[codes],
+        summary=frame.loc[summary_rows],
+        intervals=intervals,
+        excluded=excluded,
+        notes=_notes(frame, codes, boot, len(ids), bootstrap, "kappa", ("AC1", "PABAK")),
+        bootstrap=int(bootstrap),
+        seed=None if seed is None else int(seed),
+        confidence=float(confidence),
+        ci=ci,
+    )

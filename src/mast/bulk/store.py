@@ -1,0 +1,342 @@
+"""The results file: append-only JSON Lines, one ``Annotation`` per line.
+
+Only this module knows the on-disk format. Each record is keyed by ``(trace_id, config
+hash)`` — the hash of the judge settings that can change an answer, stored as
+``judge["config_hash"]`` — so rerunning the same command resumes where it stopped. Every
+line is written in one call, flushed and fsynced before the runner moves on. A process
+killed mid-write leaves at most a torn last line: readers ignore it, and opening the file
+for writing again completes it (if it is a whole record) or cuts it off, so the file stays
+appendable. Nothing is ever rewritten in place; a record written later for the same key
+(``--retry-failed``) supersedes the earlier one when reading.
+
+>>> import tempfile, pathlib
+>>> from mast.traces.model import FailureVector
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
+>>> ann = Annotation(trace_id="t1", status="ok", taxonomy="MAST 1.0",
+...                  vector=FailureVector({"1.1": True, "1.2": False}))
+>>> with ResultsStore(path) as store:
+...     store.append(ann)
+>>> [a.trace_id for a in read_annotations(path)]
+['t1']
+>>> bool(to_frame(read_annotations(path)).loc["t1", "1.1"])
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from mast.errors import MastError
+from mast.judge.annotation import SCHEMA_VERSION, Annotation
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "RecordKey",
+    "ResultsFileWarning",
+    "ResultsStore",
+    "read_annotations",
+    "record_key",
+    "to_frame",
+]
+
+RecordKey = tuple[str, "str | None"]
+
+
+class ResultsFileWarning(UserWarning):
+    """A line in the middle of a results file is not a readable record (it was skipped)."""
+
+
+def record_key(annotation: Annotation) -> RecordKey:
+    """``(trace_id, config hash)``: what makes two records the same result.
+
+    >>> from mast.traces.model import FailureVector
+    >>> record_key(Annotation(trace_id="t", status="ok", taxonomy="MAST 1.0",
+    ...                       vector=FailureVector(), judge={"config_hash": "ab12"}))
+    ('t', 'ab12')
+    """
+    config = annotation.judge.get("config_hash")
+    return annotation.trace_id, config if isinstance(config, str) else None
+
+
+def _parse(line: bytes) -> Annotation:
+    record = json.loads(line)
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    version = record.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise ValueError(
+            f"record schema_version {version} is newer than this mast ({SCHEMA_VERSION}); "
+            "upgrade mast to read it"
+        )
+    return Annotation.model_validate(record)
+
+
+def _records(path: Path) -> Iterator[tuple[int, Annotation | Exception, bool]]:
+    """``(line number, record or error, is the torn last line)`` for each line."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    lines = data.split(b"\n")
+    torn_tail = not data.endswith(b"\n")
+    if not torn_tail:
+        lines.pop()  # the empty string after the final newline
+    for number, line in enumerate(lines, start=1):
+        last = number == len(lines)
+        if not line.strip():
+            continue
+        try:
+            yield number, _parse(line), False
+        except (ValueError, ValidationError) as exc:
+            yield number, exc, last and torn_tail
+
+
+def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotation]:
+    """The records of a results file, in file order.
+
+    With ``latest`` (default) a key written more than once (a retried failure) gives only
+    its last record, at the position of its first. A torn last line (a crash mid-write) is
+    ignored silently; an unreadable line elsewhere is skipped with a
+    :class:`ResultsFileWarning`.
+
+    >>> read_annotations("no-such-file.jsonl")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: no results file at no-such-file.jsonl
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no results file at {path}")
+    found: dict[RecordKey, Annotation] = {}
+    every: list[Annotation] = []
+    for number, item, torn in _records(path):
+        if isinstance(item, Exception):
+            if not torn:
+                warnings.warn(
+                    f"{path}:{number}: skipped an unreadable record ({item})",
+                    ResultsFileWarning,
+                    stacklevel=2,
+                )
+            continue
+        if latest:
+            found[record_key(item)] = item  # dicts keep the first insertion's position
+        else:
+            every.append(item)
+    return list(found.values()) if latest else every
+
+
+class ResultsStore:
+    """A results file opened for appending (see the module docstring).
+
+    Opening it repairs a torn last line, takes an exclusive lock (two runs writing one file
+    would duplicate work; the lock dies with its process) and indexes the records so a run
+    can ask :meth:`get` for a key's latest record.
+    """
+
+    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        self.repaired: str | None = None
+        """What was done to a torn last line on opening (None = nothing to repair)."""
+        self.skipped_lines = 0
+        """Unreadable lines in the middle of the file (ignored)."""
+        self._index: dict[RecordKey, Annotation] = {}
+        created = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] = open(self.path, "ab+")  # noqa: SIM115 - closed in close()
+        try:
+            self._lock()
+            self._repair_tail()
+            self._load()
+        except BaseException:
+            self._file.close()
+            raise
+        if created and fsync:
+            _fsync_dir(self.path.parent)
+
+    def _lock(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory locks, run one writer
+            return
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise MastError(
+                f"{self.path} is being written by another mast process; wait for it to "
+                "finish or write to another file"
+            ) from exc
+
+    def _repair_tail(self) -> None:
+        self._file.seek(0, os.SEEK_END)
+        size = self._file.tell()
+        if size == 0:
+            return
+        # Find the start of the last line without reading the whole file.
+        block = 1 << 16
+        tail = b""
+        pos = size
+        while pos > 0:
+            step = min(block, pos)
+            pos -= step
+            self._file.seek(pos)
+            tail = self._file.read(step) + tail
+            if tail.endswith(b"\n"):
+                return
+            if b"\n" in tail[:-1]:
+                break
+        cut = tail.rfind(b"\n") + 1
+        start = pos + cut
+        last = tail[cut:]
+        try:
+            _parse(last)
+        except (ValueError, ValidationError):
+            self._file.truncate(start)
+            self.repaired = f"removed a torn last line ({len(last)} bytes) left by a crash"
+        else:
+            self._file.write(b"\n")
+            self.repaired = "completed a last record that lacked its newline"
+        self._flush()
+
+    def _load(self) -> None:
+        for _number, item, _torn in _records(self.path):
+            if isinstance(item, Exception):
+                self.skipped_lines += 1
+                continue
+            self._index[record_key(item)] = item
+
+    def _flush(self) -> None:
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def get(self, trace_id: str, config_hash: str | None) -> Annotation | None:
+        """The latest record for this key, or None."""
+        return self._index.get((trace_id, config_hash))
+
+    def records(self) -> list[Annotation]:
+        """The latest record of every key, in order of first appearance."""
+        return list(self._index.values())
+
+    def append(self, annotation: Annotation) -> None:
+        """Write one record as one line; flushed and fsynced before returning."""
+        line = annotation.model_dump_json().encode("utf-8") + b"\n"
+        self._file.seek(0, os.SEEK_END)
+        self._file.write(line)
+        self._flush()
+        self._index[record_key(annotation)] = annotation
+
+    def close(self) -> None:
+        """Release the lock and close the file."""
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    # Make the new file's directory entry durable too (POSIX); harmless where unsupported.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+_TOKEN_COLUMNS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+)
+
+
+def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
+    """One row per trace (index ``trace_id``), one column per failure mode, plus status,
+    error, task_completed, cost, cache and token columns.
+
+    Mode columns use pandas' nullable ``boolean`` dtype, so unknown stays ``<NA>``, never
+    False. Accepts annotations or the path of a results file; a key present more than once
+    keeps its last record. Annotations by different judges of the same trace give one row
+    each (tell them apart by the ``model`` column).
+    """
+    import pandas as pd
+
+    if isinstance(annotations, (str, Path)):
+        items = read_annotations(annotations)
+    else:
+        latest: dict[RecordKey, Annotation] = {}
+        for ann in annotations:
+            latest[record_key(ann)] = ann
+        items = list(latest.values())
+    codes: list[str] = []
+    for ann in items:
+        codes += [c for c in ann.vector if c not in codes]
+    rows: list[dict[str, Any]] = []
+    for ann in items:
+        provider, model = ann.judge.get("provider"), ann.judge.get("model")
+        row: dict[str, Any] = {
+            "trace_id": ann.trace_id,
+            # "judge", not "model": a trace's own "model" field (the LLM behind the traced
+            # agents) is joined onto this frame by analysis and must not collide with it.
+            "judge": f"{provider}/{model}" if provider and model and provider != model else model,
+            "status": ann.status,
+            "error": ann.error,
+        }
+        for code in codes:
+            row[code] = ann.vector.get(code)
+        row["task_completed"] = ann.task_completed
+        row["cached"] = ann.cached
+        row["cost_usd"] = ann.cost_usd
+        for name in _TOKEN_COLUMNS:
+            row[name] = getattr(ann.usage, name)
+        row["latency_s"] = ann.latency_s
+        row["windows"] = ann.windows
+        row["taxonomy"] = ann.taxonomy
+        row["created_at"] = ann.created_at
+        rows.append(row)
+    columns = [
+        "trace_id",
+        "judge",
+        "status",
+        "error",
+        *codes,
+        "task_completed",
+        "cached",
+        "cost_usd",
+        *_TOKEN_COLUMNS,
+        "latency_s",
+        "windows",
+        "taxonomy",
+        "created_at",
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    for code in [*codes, "task_completed"]:
+        frame[code] = frame[code].astype("boolean")
+    for name in _TOKEN_COLUMNS:
+        frame[name] = frame[name].astype("Int64")
+    frame["cost_usd"] = frame["cost_usd"].astype("Float64")
+    result: pd.DataFrame = frame.set_index("trace_id")
+    return result

@@ -1,0 +1,118 @@
+"""The ``mast`` command line: a thin layer over the public functions.
+
+Each subcommand is one function registered in ``_COMMANDS``; it parses nothing itself and
+returns the process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+
+from mast.errors import MastError
+
+
+def _cmd_taxonomy(args: argparse.Namespace) -> int:
+    from mast.taxonomy import load_taxonomy
+
+    tax = load_taxonomy(args.path)
+    if args.verbose:
+        for mode in tax:
+            print(f"{mode.code}  {mode.name}  [{mode.category}, {mode.stage}]")
+            print(textwrap.indent(textwrap.fill(mode.definition, 88), "     "))
+        return 0
+    width = max(len(m.name) for m in tax)
+    print(f"{tax.label}: {len(tax)} failure modes")
+    print(f"{'code':<5} {'name':<{width}}  {'category':<30} stage")
+    for mode in tax:
+        category = f"{mode.category} {tax.category(mode.category).name}"
+        print(f"{mode.code:<5} {mode.name:<{width}}  {category:<30} {mode.stage or ''}")
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from mast.errors import TraceFormatError
+    from mast.traces.datasets import examples_path
+    from mast.traces.loaders import load_traces
+
+    sources = args.inputs or [examples_path()]
+    errors: list[TraceFormatError] = []
+    count = 0
+    for trace in load_traces(sources, format=args.format, on_error="skip", errors=errors):
+        count += 1
+        labels = ", ".join(
+            f"{name}: {'+'.join(vec.positives) or 'none'}" for name, vec in trace.labels.items()
+        )
+        print(
+            f"{trace.id}  [{trace.format}] system={trace.system or '?'} "
+            f"steps={len(trace.steps)}{'' if trace.segmented else ' (unsegmented)'} "
+            f"chars={trace.text_length} outcome={trace.outcome.value}"
+            + (f"\n    labels {labels}" if labels else "")
+        )
+    for err in errors:
+        print(f"error: {err}", file=sys.stderr)
+    print(f"{count} trace(s) loaded, {len(errors)} error(s)")
+    return 0 if count or not errors else 1
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from mast import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="mast", description="Annotate agent traces with MAST failure modes."
+    )
+    parser.add_argument("--version", action="version", version=f"mast {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("taxonomy", help="print the failure modes as a table")
+    p.add_argument("path", nargs="?", help="a custom taxonomy YAML (default: MAST)")
+    p.add_argument("-v", "--verbose", action="store_true", help="include definitions")
+    p.set_defaults(handler=_cmd_taxonomy)
+
+    p = sub.add_parser("inspect", help="load traces and summarize them (default: bundled examples)")
+    p.add_argument("inputs", nargs="*", help="files, folders or globs")
+    p.add_argument("--format", default="auto", help="trace format (default: detect)")
+    p.set_defaults(handler=_cmd_inspect)
+
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+def _extra_commands() -> list[
+    Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]
+]:
+    """Subcommands that live with their feature register themselves through this list."""
+    from mast.analysis.report import register as register_report
+    from mast.cli.agree import register as register_agree
+    from mast.cli.annotate import register as register_annotate
+    from mast.cli.demo import register as register_demo
+
+    return [register_agree, register_annotate, register_demo, register_report]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mast`` command."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+        sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
+    except MastError as exc:
+        print(f"mast: error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"mast: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader went away (`mast taxonomy | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

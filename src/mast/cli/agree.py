@@ -1,0 +1,206 @@
+"""``mast agree``: agreement of a judge with people, or among several annotators.
+
+Kept light at import time (numpy and pandas load only when the command runs), so that
+``mast --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+_DESCRIPTION = """\
+Agreement of a candidate (e.g. an LLM judge) with a reference (e.g. human labels), or among
+several annotators (--among). Prints a per-mode table with bootstrap confidence intervals,
+the pooled kappa over all trace x mode cells, and everything that was left out and why
+(unknown labels, failed annotations, traces in one source only) -- never counted as "no".
+
+Inputs: results files (JSONL of annotations), trace files with labels (MAD files…; pick the
+annotator with --reference-annotator / --candidate-annotator), or label tables (CSV/TSV/JSONL,
+one row per trace with a trace_id column and one column per code).
+
+examples:
+  mast agree --reference human.csv --candidate results.jsonl
+  mast agree --reference MAD_human.json --reference-annotator annotator_1 \\
+             --candidate MAD_human.json --candidate-annotator annotator_2
+  mast agree --among MAD_human.json --by-version
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``agree`` subcommand to the ``mast`` parser."""
+    p = sub.add_parser(
+        "agree",
+        help="agreement with a reference (kappa, AC1, F1… with CIs), or among annotators",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--reference", metavar="FILE", help="reference labels (e.g. human)")
+    p.add_argument("--candidate", metavar="FILE", help="candidate labels (e.g. the judge)")
+    p.add_argument("--reference-annotator", metavar="NAME", help="whose labels in --reference")
+    p.add_argument("--candidate-annotator", metavar="NAME", help="whose labels in --candidate")
+    p.add_argument(
+        "--among",
+        nargs="+",
+        metavar="FILE",
+        help="agreement among annotators: one file holding several of them, or one per annotator",
+    )
+    p.add_argument("--annotators", metavar="A,B,C", help="with --among: which annotators")
+    p.add_argument(
+        "--by-version",
+        action="store_true",
+        help="with --among on traces: the full table for each taxonomy version of the labels",
+    )
+    p.add_argument("--modes", nargs="+", metavar="CODE", help="codes to compare (default: all)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument("--confidence", type=float, default=0.95, metavar="P", help="default 0.95")
+    p.add_argument(
+        "--ci", choices=["percentile", "bca"], default="percentile", help="bootstrap interval"
+    )
+    p.add_argument("--taxonomy", metavar="YAML", help="a custom taxonomy (default: MAST)")
+    p.add_argument(
+        "--format", choices=["table", "markdown", "json"], default="table", help="output format"
+    )
+    p.add_argument("--plot", metavar="FILE", help="also save a forest plot (needs matplotlib)")
+    p.set_defaults(handler=_cmd_agree)
+
+
+@contextmanager
+def _collect_warnings(into: list[str]) -> Iterator[None]:
+    """Turn warnings into plain lines for stderr (no Python warning noise on a CLI)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        line = f"{w.category.__name__}: {w.message}"
+        if line not in into:
+            into.append(line)
+
+
+def _cmd_agree(args: argparse.Namespace) -> int:
+    pairwise = args.reference is not None or args.candidate is not None
+    if args.among and pairwise:
+        return _usage("give either --among FILE… or --reference and --candidate, not both")
+    if not args.among and not (args.reference and args.candidate):
+        return _usage("give --reference FILE and --candidate FILE, or --among FILE…")
+    messages: list[str] = []
+    with _collect_warnings(messages):
+        code, text, report = (_among(args) if args.among else _pair(args))(messages)
+    print(text)
+    for line in messages:
+        print(f"note: {line}", file=sys.stderr)
+    if args.plot:
+        fig = report.plot()
+        fig.savefig(args.plot, dpi=150)
+        print(f"forest plot written to {args.plot}", file=sys.stderr)
+    return int(code)
+
+
+def _usage(message: str) -> int:
+    print(f"usage: mast agree ...\nmast agree: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    modes = None
+    if args.modes:
+        modes = [m for chunk in args.modes for m in chunk.replace(",", " ").split()]
+    return {
+        "modes": modes,
+        "bootstrap": args.bootstrap,
+        "seed": args.seed,
+        "confidence": args.confidence,
+        "ci": args.ci,
+        "taxonomy": args.taxonomy,
+    }
+
+
+def _render(report: Any, fmt: str, **kwargs: Any) -> str:
+    if fmt == "json":
+        return str(report.to_json(indent=2, **kwargs))
+    if fmt == "markdown":
+        return str(report.to_markdown(**kwargs) if kwargs else report.to_markdown())
+    return str(report.to_text(**kwargs) if kwargs else report.to_text())
+
+
+def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any]]:
+    def run(messages: list[str]) -> tuple[int, str, Any]:
+        from mast.agree import agreement
+        from mast.agree.label_files import read_labels
+
+        ref = read_labels(args.reference, annotator=args.reference_annotator)
+        cand = read_labels(args.candidate, annotator=args.candidate_annotator)
+        messages.extend(ref.notes + cand.notes)
+        report = agreement(
+            ref.source,
+            cand.source,
+            reference_name=ref.name,
+            candidate_name=cand.name,
+            **_options(args),
+        )
+        code = 0 if report.pooled.n_cells else 1
+        return code, _render(report, args.format), report
+
+    return run
+
+
+def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any]]:
+    def run(messages: list[str]) -> tuple[int, str, Any]:
+        from mast.agree import agreement_among, agreement_by_version
+        from mast.agree.label_files import read_labels, read_raters
+
+        annotators = (
+            [a.strip() for a in args.annotators.split(",") if a.strip()]
+            if args.annotators
+            else None
+        )
+        options = _options(args)
+        traces: list[Any] = []
+        if len(args.among) == 1:
+            raters, traces, notes = read_raters(args.among[0])
+            messages.extend(notes)
+        else:
+            raters = {}
+            for path in args.among:
+                loaded = read_labels(path)
+                messages.extend(loaded.notes)
+                name = loaded.name if loaded.name not in raters else f"{loaded.name}:{path}"
+                raters[name] = loaded.source
+        versioned = [t for t in traces if any(s.taxonomy_version for s in t.label_sources.values())]
+        if versioned:
+            by_version = agreement_by_version(traces, annotators=annotators, **options)
+            overall = by_version.reports["overall"]
+            code = 0 if overall.pooled.n_items else 1
+            if args.format == "json":
+                return code, _json_pair(overall, by_version), overall
+            text = (
+                _render(overall, args.format)
+                + "\n\n"
+                + _render(by_version, args.format, detail=args.by_version)
+            )
+            return code, text, overall
+        report = agreement_among(raters, annotators=annotators, **options)
+        code = 0 if report.pooled.n_items else 1
+        if args.format == "json":
+            return code, _json_pair(report, None), report
+        return code, _render(report, args.format), report
+
+    return run
+
+
+def _json_pair(overall: Any, by_version: Any) -> str:
+    import json
+
+    data = {
+        "kind": "agree_among",
+        "overall": overall.to_dict(),
+        "by_version": by_version.to_dict() if by_version is not None else None,
+    }
+    return json.dumps(data, indent=2, allow_nan=False, ensure_ascii=False)

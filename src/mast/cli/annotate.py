@@ -1,0 +1,201 @@
+"""``mast annotate``: annotate trace files in bulk into a resumable results file.
+
+A thin layer over :func:`mast.annotate_many`: it loads the inputs, builds the judge, runs,
+and prints a final summary (done / failed by reason / cached / cost / time) on stdout, with
+progress and problems on stderr. Rerunning the same command resumes. The exit code is 0
+when at least one trace has an ``ok`` record, 1 when nothing could be done, 2 for usage or
+configuration errors, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def _redact_pattern(text: str) -> tuple[str, str]:
+    import re
+
+    kind, sep, pattern = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_]+", kind) or not pattern:
+        raise argparse.ArgumentTypeError(
+            f"expected KIND=REGEX (KIND: letters, digits, _), got {text!r}"
+        )
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    return kind, pattern
+
+
+def _cmd_annotate(args: argparse.Namespace) -> int:
+    from mast.bulk.runner import RetryPolicy, annotate_many
+    from mast.errors import TraceFormatError
+    from mast.judge.judge import Judge
+    from mast.judge.redact import Redactor
+    from mast.traces.loaders import load_traces
+
+    redact: bool | Redactor = not args.no_redact
+    if args.redact_pattern:
+        base = Redactor(patterns=()) if args.no_redact else Redactor()
+        redact = Redactor(patterns=base.patterns, extra=args.redact_pattern)
+    judge = Judge(
+        args.model,
+        fewshot=args.fewshot,
+        base_url=args.base_url,
+        prices=args.prices,
+        max_tokens=args.max_tokens,
+        timeout=args.timeout,
+        redact=redact,
+    )
+    errors: list[TraceFormatError] = []
+    if not args.quiet:
+        print("mast: loading traces …", file=sys.stderr)
+    traces = list(load_traces(args.inputs, format=args.format, on_error="skip", errors=errors))
+    for err in errors[:10]:
+        print(f"mast: skipped unreadable input: {err}", file=sys.stderr)
+    if len(errors) > 10:
+        print(f"mast: … and {len(errors) - 10} more unreadable input(s)", file=sys.stderr)
+    if not traces:
+        print("mast: error: no trace could be loaded from the inputs", file=sys.stderr)
+        return 1
+    if args.batch and args.model == "heuristic":
+        print("mast: --batch ignored: the heuristic judge makes no calls", file=sys.stderr)
+    cache: str | bool = False if args.no_cache else (args.cache or True)
+    try:
+        run = annotate_many(
+            traces,
+            judge,
+            out=args.out,
+            concurrency=args.concurrency,
+            rpm=args.rpm,
+            tpm=args.tpm,
+            retry_failed=args.retry_failed,
+            budget_usd=args.budget,
+            cache=cache,
+            retry=RetryPolicy(max_attempts=args.max_attempts),
+            batch=args.batch,
+            progress=not args.quiet,
+            on_stop="return",
+            batch_poll_interval=args.batch_poll,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"mast: interrupted; records written so far are in {args.out}. "
+            "Run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    summary = run.summary
+    print(summary.format())
+    if errors:
+        print(f"{len(errors)} input(s) could not be read (listed on stderr)")
+    print(f"results: {args.out}")
+    if summary.stopped:
+        print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
+        print(
+            f"mast: {len(summary.not_attempted)} trace(s) not attempted; fix the cause and "
+            "run the same command again to resume",
+            file=sys.stderr,
+        )
+    if summary.stopped and summary.done + summary.failed_total == 0:
+        return 1  # stopped before anything could be done
+    ok = sum(a.status == "ok" for a in run)
+    return 0 if ok else 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``annotate`` subcommand to the ``mast`` CLI parser."""
+    p = sub.add_parser(
+        "annotate",
+        help="annotate trace files into a resumable results file (JSON Lines)",
+        description=(
+            "Annotate traces with MAST failure modes: concurrent, rate-limited, retried, "
+            "cached, resumable (rerun the same command), within a budget."
+        ),
+    )
+    p.add_argument("inputs", nargs="+", help="trace files, folders or globs")
+    p.add_argument(
+        "--model", required=True, help="judge model 'provider/model', or 'heuristic' (offline)"
+    )
+    p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
+    p.add_argument("--out", required=True, type=Path, help="results file (JSON Lines)")
+    p.add_argument(
+        "--concurrency", type=_positive_int, default=8, help="calls in flight (default 8)"
+    )
+    p.add_argument("--rpm", type=_positive_float, default=None, help="max requests per minute")
+    p.add_argument("--tpm", type=_positive_float, default=None, help="max tokens per minute")
+    p.add_argument(
+        "--budget",
+        type=_non_negative_float,
+        default=None,
+        metavar="USD",
+        help="stop before a call would take the spending past this",
+    )
+    p.add_argument("--batch", action="store_true", help="use the provider's batch API")
+    p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
+    p.add_argument("--retry-failed", action="store_true", help="redo traces recorded as failed")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="response cache directory (default: $MAST_CACHE_DIR or ~/.cache/mast)",
+    )
+    group.add_argument("--no-cache", action="store_true", help="do not cache answers")
+    p.add_argument("--format", default="auto", help="trace format (default: detect)")
+    p.add_argument("--prices", default=None, metavar="YAML", help="price overrides (USD/1M)")
+    p.add_argument("--max-tokens", type=_positive_int, default=None, help="output token cap")
+    p.add_argument(
+        "--timeout", type=_positive_float, default=300.0, help="seconds per call (default 300)"
+    )
+    p.add_argument(
+        "--max-attempts", type=_positive_int, default=6, help="calls per request incl. retries"
+    )
+    p.add_argument(
+        "--batch-poll",
+        type=_positive_float,
+        default=15.0,
+        metavar="SECONDS",
+        help="first interval between batch status checks (grows to 2 minutes)",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="send trace text as it is, secrets included (the judge's own API key is "
+        "still removed); see SECURITY.md",
+    )
+    p.add_argument(
+        "--redact-pattern",
+        action="append",
+        type=_redact_pattern,
+        default=[],
+        metavar="KIND=REGEX",
+        help="also replace matches of REGEX with [REDACTED:KIND] (repeatable)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=_cmd_annotate)

@@ -1,0 +1,263 @@
+"""Few-shot examples as data: load them from ``fewshot/`` and pick a balanced few.
+
+An example is one YAML or JSON file: a short excerpt of a real trace (its steps, with the
+step ids the excerpt uses), the gold label of every taxonomy code, and a short rationale
+that cites steps as ``[s3]``. The bundled examples come from public MAST-Data traces
+(CC-BY-4.0); each file names its source and attribution. People write these files, so
+unknown keys, missing codes, and citations of steps the excerpt does not have are errors
+that name the file.
+
+>>> examples = load_examples()
+>>> len(examples) >= 3, sorted(examples[0].labels) == load_taxonomy().codes
+(True, True)
+>>> [ex.id for ex in select_examples(examples, count=0)]
+[]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mast._resources import data_dir
+from mast.errors import FewShotError
+from mast.taxonomy import Taxonomy, load_taxonomy
+from mast.traces.model import Step, Trace
+
+__all__ = [
+    "FewShotExample",
+    "estimate_example_tokens",
+    "load_examples",
+    "select_examples",
+]
+
+_SUFFIXES = (".yaml", ".yml", ".json")
+_CITATION = re.compile(r"\[(s\d+)\]")
+_STEP_ID = re.compile(r"^s(\d+)$")
+
+
+class FewShotExample(BaseModel):
+    """One worked example for the judge prompt: excerpt, gold labels, rationale."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Short unique name, e.g. 'ag2-gsmplus-ribbon'.")
+    source: str = Field(description="Dataset and record the excerpt comes from.")
+    attribution: str = Field(description="Authors, licence, and what was changed.")
+    task: str | None = Field(default=None, description="The task the traced run was given.")
+    steps: list[Step] = Field(description="A short excerpt, with the ids the excerpt uses.")
+    labels: dict[str, bool] = Field(description="Gold label of every taxonomy code.")
+    rationale: str = Field(description="Why, in a few sentences citing steps as [s3].")
+    evidence: dict[str, list[str]] = Field(
+        default_factory=dict, description="Code -> ids of the steps that show it."
+    )
+    notes: dict[str, str] = Field(
+        default_factory=dict, description="Optional one-sentence reason per code."
+    )
+    task_completed: bool | None = Field(
+        default=None, description="Whether the run achieved its task, when known."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_step_positions(cls, data: Any) -> Any:
+        # Authors write `- {id: s4, agent: …, content: …}`; index follows from the id
+        # (or from the position when the id is left out too).
+        if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+            return data
+        steps = []
+        for position, step in enumerate(data["steps"]):
+            if isinstance(step, dict):
+                step = dict(step)
+                step.setdefault("id", f"s{position + 1}")
+                number = _STEP_ID.match(str(step["id"]))
+                step.setdefault("index", int(number.group(1)) - 1 if number else position)
+            steps.append(step)
+        return {**data, "steps": steps}
+
+    @model_validator(mode="after")
+    def _check_references(self) -> FewShotExample:
+        if not self.steps:
+            raise ValueError("an example needs at least one step")
+        ids = [s.id for s in self.steps]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate step ids {dupes}")
+        known = set(ids)
+        for code, refs in self.evidence.items():
+            if code not in self.labels:
+                raise ValueError(f"evidence for {code!r}, which has no label")
+            if not self.labels[code]:
+                raise ValueError(f"evidence for {code!r}, which is labelled false")
+            missing = [r for r in refs if r not in known]
+            if missing:
+                raise ValueError(f"evidence for {code} cites steps {missing} not in the excerpt")
+        for code in self.notes:
+            if code not in self.labels:
+                raise ValueError(f"a note for {code!r}, which has no label")
+        texts = [self.rationale, *self.notes.values()]
+        cited = sorted({c for t in texts for c in _CITATION.findall(t)} - known)
+        if cited:
+            raise ValueError(f"the rationale cites steps {cited} that are not in the excerpt")
+        return self
+
+    @property
+    def positives(self) -> list[str]:
+        """Codes labelled present."""
+        return [c for c, v in self.labels.items() if v]
+
+    def to_trace(self) -> Trace:
+        """The excerpt as a :class:`~mast.traces.model.Trace` (labels are not attached)."""
+        return Trace(id=self.id, task=self.task, steps=list(self.steps), source=self.source)
+
+
+def estimate_example_tokens(example: FewShotExample) -> int:
+    """Rough prompt cost of an example: characters of what a prompt shows, divided by 4.
+
+    Counted: the task, each step's content plus a short header (id, agent, role, kind),
+    the rationale and notes, and about 40 characters per label for the gold answer.
+
+    >>> ex = FewShotExample(id="x", source="s", attribution="a", steps=[{"content": "a" * 360}],
+    ...                     labels={"1.1": False}, rationale="r" * 16)
+    >>> estimate_example_tokens(ex)  # (360 + 24 header + 16 rationale + 40 label) / 4
+    110
+    """
+    chars = len(example.task or "") + len(example.rationale)
+    chars += sum(len(n) for n in example.notes.values())
+    for step in example.steps:
+        chars += len(step.content) + 24 + len(step.agent or "") + len(step.role or "")
+    chars += 40 * len(example.labels)
+    return math.ceil(chars / 4)
+
+
+def load_examples(
+    path: str | Path | None = None, *, taxonomy: Taxonomy | None = None
+) -> list[FewShotExample]:
+    """Load few-shot examples: the bundled ones, one file, or every file in a folder.
+
+    Files are ``*.yaml``/``*.yml``/``*.json``, one example each, read in name order.
+    Every example must label exactly the codes of ``taxonomy`` (default: bundled MAST);
+    ids must be unique. Errors raise :class:`~mast.errors.FewShotError` naming the file.
+    """
+    tax = taxonomy or load_taxonomy()
+    root = Path(path) if path is not None else data_dir("fewshot")
+    if root.is_dir():
+        files = sorted(p for p in root.iterdir() if p.suffix.lower() in _SUFFIXES and p.is_file())
+        if not files:
+            raise FewShotError(
+                f"{root}: no few-shot example files (*.yaml, *.yml, *.json) in this folder"
+            )
+    elif root.is_file():
+        files = [root]
+    else:
+        raise FewShotError(f"{root}: no such file or folder of few-shot examples")
+    examples: list[FewShotExample] = []
+    seen: dict[str, Path] = {}
+    for file in files:
+        example = _load_file(file, tax)
+        if example.id in seen:
+            raise FewShotError(
+                f"{file}: example id {example.id!r} is already used by {seen[example.id]}; "
+                "give every example its own id"
+            )
+        seen[example.id] = file
+        examples.append(example)
+    return examples
+
+
+def _load_file(file: Path, tax: Taxonomy) -> FewShotExample:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FewShotError(f"{file}: cannot read the file ({exc})") from exc
+    try:
+        data = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        kind = "JSON" if file.suffix.lower() == ".json" else "YAML"
+        raise FewShotError(f"{file}: not valid {kind}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise FewShotError(
+            f"{file}: expected one example (a mapping with id, source, steps, labels, …), "
+            f"got {type(data).__name__}"
+        )
+    labels = data.get("labels")
+    if isinstance(labels, dict):
+        numeric = [k for k in labels if not isinstance(k, str)]
+        if numeric:
+            raise FewShotError(
+                f"{file}: label keys {numeric} are numbers; quote them as strings "
+                "(YAML reads 1.1 as a number and 1.10 as 1.1), e.g. '\"1.1\": false'"
+            )
+    try:
+        example = FewShotExample.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise FewShotError(f"{file}: invalid few-shot example: {problems}") from exc
+    missing = [c for c in tax.codes if c not in example.labels]
+    extra = sorted(set(example.labels) - set(tax.codes))
+    if missing or extra:
+        raise FewShotError(
+            f"{file}: labels must give every code of {tax.label} exactly once; "
+            f"missing {missing}, not in the taxonomy {extra}"
+        )
+    return example
+
+
+def select_examples(
+    examples: Sequence[FewShotExample],
+    *,
+    count: int | None = None,
+    token_budget: int | None = None,
+) -> list[FewShotExample]:
+    """Pick examples: first those covering positives of the most modes not yet covered,
+    then the ones with the fewest positives (so clean runs are shown too).
+
+    ``count`` caps how many (``0`` → zero-shot, ``None`` → no cap); ``token_budget`` caps
+    their summed :func:`estimate_example_tokens` (an example that does not fit is skipped
+    and smaller ones are still tried). Ties break on size, then id, so the choice is
+    deterministic.
+
+    >>> exs = load_examples()
+    >>> len(select_examples(exs, count=2)), select_examples(exs, token_budget=10)
+    (2, [])
+    """
+    if count is not None and count < 0:
+        raise ValueError(f"count must be >= 0 or None, got {count}")
+    if token_budget is not None and token_budget < 0:
+        raise ValueError(f"token_budget must be >= 0 or None, got {token_budget}")
+    pool = list(examples)
+    cost = {id(ex): estimate_example_tokens(ex) for ex in pool}
+    chosen: list[FewShotExample] = []
+    covered: set[str] = set()
+    spent = 0
+    limit = len(pool) if count is None else min(count, len(pool))
+    while len(chosen) < limit:
+        fitting = [
+            ex for ex in pool if token_budget is None or spent + cost[id(ex)] <= token_budget
+        ]
+        if not fitting:
+            break
+        best = min(fitting, key=lambda ex: _rank(ex, covered, cost[id(ex)]))
+        chosen.append(best)
+        pool.remove(best)
+        covered |= set(best.positives)
+        spent += cost[id(best)]
+    return chosen
+
+
+def _rank(example: FewShotExample, covered: set[str], tokens: int) -> tuple[int, int, int, str]:
+    gain = len(set(example.positives) - covered)
+    if gain:
+        return (0, -gain, tokens, example.id)
+    # Nothing new to cover: prefer examples with few positives, i.e. mostly clean runs.
+    return (1, len(example.positives), tokens, example.id)

@@ -1,0 +1,786 @@
+"""The judge: one trace in, one :class:`~mast.judge.annotation.Annotation` out.
+
+``render → call → parse → (repair) → ground``. The answer text is always read with
+:func:`mast.judge.verdict.parse_response`, even when JSON output was requested, because servers
+may ignore the request. An unreadable answer gets ``repair_attempts`` short follow-ups that
+ask for the JSON only; if it stays unreadable the annotation has status ``"parse_error"``
+and every mode ``None``. A failed call gives status ``"error"`` with the reason, except an
+:class:`~mast.errors.AuthError`, which is raised (a bulk run must stop on it).
+
+Long traces are annotated in windows of whole steps when the prompt would not fit the
+context budget (see :mod:`mast.judge.windows`); tokens are estimated at
+:data:`~mast.judge.prompts.CHARS_PER_TOKEN` characters per token, refined by the usage the
+provider reports.
+
+>>> judge = Judge("heuristic")
+>>> from mast.traces.model import Step, Trace
+>>> ann = judge.annotate(Trace(id="t", steps=[Step.make(0, "hello", agent="a")]))
+>>> ann.status, ann.trace_id, ann.cost_usd
+('ok', 't', 0.0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import math
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mast._version import __version__
+from mast.errors import (
+    AuthError,
+    ContextLengthError,
+    FewShotError,
+    ProviderError,
+    VerdictParseError,
+)
+from mast.judge.annotation import Annotation, Status
+from mast.judge.fewshot import FewShotExample, load_examples, select_examples
+from mast.judge.pricing import PricesLike, PriceTable, price_table
+from mast.judge.prompts import (
+    CHARS_PER_TOKEN,
+    Prompt,
+    WindowInfo,
+    render,
+    render_repair,
+    render_system,
+    step_header,
+    step_text,
+)
+from mast.judge.providers import CallConfig, Completion, Provider, StructuredMode, get_provider
+from mast.judge.providers import parse_model as _parse_model
+from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
+from mast.judge.redact import Redactor
+from mast.judge.usage import Usage
+from mast.judge.verdict import Verdict, ground, parse_response, verdict_json_schema
+from mast.judge.windows import CARRY_OVER_MAX_CHARS, WindowResult, carry_over, merge, plan_windows
+from mast.taxonomy import Taxonomy, load_taxonomy
+from mast.traces.model import FailureVector, Trace
+
+__all__ = ["DEFAULT_CONTEXT_TOKENS", "CallHook", "Judge", "Send", "context_window"]
+
+T = TypeVar("T")
+
+Send = Callable[[Prompt], Awaitable[Completion]]
+"""Sends one prompt to the judge's provider and returns the answer."""
+
+CallHook = Callable[[Prompt, Send], Awaitable[Completion]]
+"""Middleware around every provider call of one :meth:`Judge.aannotate`: it gets the prompt
+and the function that really sends it, and may answer from a cache, wait for a rate limit,
+retry, time out or refuse (the bulk runner does all of that, once, for every provider)."""
+
+# Set for the duration of one aannotate(); a ContextVar keeps concurrent traces apart.
+_CALL_HOOK: contextvars.ContextVar[CallHook | None] = contextvars.ContextVar(
+    "mast_call_hook", default=None
+)
+
+DEFAULT_CONTEXT_TOKENS = 128_000
+"""Context budget assumed for models not in the table below."""
+
+# Longest matching prefix wins. Input-side limits, conservative where providers offer larger
+# windows only in beta or at a surcharge. Pass context_tokens= to override.
+_CONTEXT_WINDOWS: dict[str, int] = {
+    "openai/gpt-4o": 128_000,
+    "openai/gpt-4.1": 1_000_000,
+    "openai/o1": 200_000,
+    "openai/o3": 200_000,
+    "openai/o4": 200_000,
+    "openai/gpt-5": 272_000,
+    "anthropic/claude-3": 200_000,
+    "anthropic/claude-haiku-4": 200_000,
+    "anthropic/claude-sonnet-4": 200_000,
+    "anthropic/claude-opus-4": 200_000,
+    "anthropic/claude-sonnet-5": 1_000_000,
+    "anthropic/claude-opus-5": 1_000_000,
+    "anthropic/claude-haiku-5": 1_000_000,
+}
+
+# Output tokens to reserve (and to request) when max_tokens is not given.
+_DEFAULT_OUTPUT = 8_192
+_REASONING_OUTPUT = 32_768
+# The estimate is a heuristic: keep this share of the budget free as a margin.
+_SAFETY = 0.9
+# Chars/token observed from reported usage is clamped into this range.
+_MIN_CHARS_PER_TOKEN = 1.5
+# Bound on re-splitting after the provider says the prompt is too long.
+_MAX_CONTEXT_RETRIES = 2
+
+
+def context_window(model: str) -> int:
+    """The context budget (tokens) assumed for ``"provider/model"``.
+
+    >>> context_window("openai/gpt-4o-mini"), context_window("openai/some-local-model")
+    (128000, 128000)
+    """
+    best = ""
+    for prefix in _CONTEXT_WINDOWS:
+        if model.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return _CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_TOKENS
+
+
+def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
+
+    async def runner() -> T:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(runner())
+    # A loop is already running in this thread (a notebook): use a private one elsewhere.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, runner()).result()
+
+
+def _safe_url(url: str | None) -> str | None:
+    """``base_url`` without credentials or query (it is recorded in annotations)."""
+    if url is None:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the prompt of one trace is built from."""
+
+    examples: list[FewShotExample]
+    system: str
+    notes: list[str]
+
+
+def _normalized_text(trace: Trace) -> str:
+    return " ".join(" ".join([trace.task or "", *(s.content for s in trace.steps)]).split())
+
+
+# An example step this long that occurs verbatim in a trace marks the example as an excerpt.
+_EXCERPT_PROBE = 120
+
+
+def _is_excerpt_of(example: FewShotExample, haystack: str) -> bool:
+    for step in example.steps:
+        text = " ".join(step.content.split())
+        if len(text) >= 40:
+            middle = max(0, (len(text) - _EXCERPT_PROBE) // 2)
+            if text[middle : middle + _EXCERPT_PROBE] in haystack:
+                return True
+    return False
+
+
+@dataclass
+class _Outcome:
+    """Result of one prompt (one window or the whole trace), repairs included."""
+
+    status: Status
+    verdict: Verdict | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage.zero)
+    raw: str | None = None
+    problems: list[str] = field(default_factory=list)
+    completions: list[Completion] = field(default_factory=list)
+
+
+class Judge:
+    """Annotate traces with a model named ``"provider/model"``, or ``"heuristic"``.
+
+    Parameters
+    ----------
+    model:
+        ``"openai/gpt-4.1"``, ``"anthropic/claude-sonnet-5-5"``, ``"openai/<name>"`` with
+        ``base_url`` for any OpenAI-compatible server, or ``"heuristic"`` (offline rules).
+    fewshot:
+        Number of bundled few-shot examples (0 = zero-shot, ``None`` = all), or a sequence
+        of :class:`~mast.judge.fewshot.FewShotExample` to use as given.
+    temperature, max_tokens:
+        Sampling settings. Reasoning models and Anthropic's current API take no temperature;
+        the annotation records the temperature actually sent (``None`` when none was).
+    base_url, api_key:
+        Server and key; the key defaults to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` and is
+        never written anywhere.
+    taxonomy:
+        A :class:`~mast.taxonomy.Taxonomy`, or what :func:`~mast.load_taxonomy` accepts
+        (a bundled name such as ``"sre"`` or a YAML path); default: bundled MAST.
+    context_tokens:
+        Context budget in tokens; longer prompts are annotated in windows. Default: from a
+        small per-model table, else 128k.
+    repair_attempts:
+        Follow-up requests for an unreadable answer (0 = none).
+    drop_ungrounded:
+        Move evidence that fails grounding out of ``Finding.evidence`` (into ``dropped``).
+    prices:
+        Price overrides: a mapping, a YAML path or a :class:`~mast.judge.pricing.PriceTable`.
+    structured_output:
+        How the JSON schema is requested: ``"auto"``, ``"json_schema"``, ``"tool"``
+        (Anthropic) or ``"none"`` (only described in the prompt, for servers that reject
+        schema requests).
+    timeout:
+        Seconds per call (reasoning models can take minutes on a long trace).
+    redact:
+        Replace secrets in the trace (API keys, tokens, passwords, private keys; see
+        :mod:`mast.judge.redact`) with ``[REDACTED:<kind>]`` before it is rendered: ``True``
+        (default), ``False``, or a :class:`~mast.judge.redact.Redactor` with your own patterns.
+        The judge's own API key is removed from traces even with ``redact=False``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        fewshot: int | Sequence[FewShotExample] | None = 2,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
+        context_tokens: int | None = None,
+        repair_attempts: int = 1,
+        drop_ungrounded: bool = False,
+        prices: PricesLike = None,
+        structured_output: StructuredMode = "auto",
+        timeout: float | None = 300.0,
+        redact: bool | Redactor = True,
+    ) -> None:
+        if repair_attempts < 0:
+            raise ValueError(f"repair_attempts must be >= 0, got {repair_attempts}")
+        if context_tokens is not None and context_tokens < 1024:
+            raise ValueError(f"context_tokens must be at least 1024, got {context_tokens}")
+        self.model = model
+        self.taxonomy = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+        self.temperature = temperature
+        self.repair_attempts = repair_attempts
+        self.drop_ungrounded = drop_ungrounded
+        self.base_url = base_url
+        self._prices = price_table(prices)
+        self._redact_setting = (
+            "custom" if isinstance(redact, Redactor) else "default" if redact else "off"
+        )
+        self._redactor = (
+            redact if isinstance(redact, Redactor) else Redactor() if redact else Redactor.off()
+        )
+        self._provider: Provider | None
+        self._notes: list[str] = []
+        if model == "heuristic":
+            self.provider_name, self.model_name = "heuristic", "heuristic"
+            self._provider = None
+            self.examples: list[FewShotExample] = []
+            self._pool: list[FewShotExample] = []
+            self.max_tokens = max_tokens
+            self.context_tokens = context_tokens or DEFAULT_CONTEXT_TOKENS
+            self._config: CallConfig | None = None
+            return
+        self.provider_name, self.model_name = _parse_model(model)
+        self._provider = get_provider(self.provider_name, api_key=api_key, base_url=base_url)
+        own_key = self._provider._api_key
+        if len(own_key) >= 12 and own_key != "no-key-needed":
+            # A trace that dumps the environment may hold the very key this judge uses.
+            self._redactor = self._redactor.with_literals({own_key: "api_key"})
+        self._explicit_examples = fewshot is not None and not isinstance(fewshot, int)
+        self._fewshot_count = fewshot if isinstance(fewshot, int) else None
+        self._pool = self._example_pool(fewshot)
+        self.examples = (
+            list(self._pool)
+            if self._explicit_examples
+            else select_examples(self._pool, count=self._fewshot_count)
+        )
+        from mast.judge.providers.openai import is_reasoning_model
+
+        reasoning = self.provider_name == "openai" and is_reasoning_model(self.model_name)
+        self.max_tokens = max_tokens
+        self.context_tokens = context_tokens or context_window(model)
+        self._config = CallConfig(
+            model=self.model_name,
+            temperature=temperature,
+            max_tokens=max_tokens
+            or (_REASONING_OUTPUT if reasoning else None)
+            or (ANTHROPIC_MAX_TOKENS if self.provider_name == "anthropic" else None),
+            # Compatible servers (vLLM, Ollama …) differ in $ref support: spell it out.
+            json_schema=verdict_json_schema(self.taxonomy, inline=base_url is not None),
+            timeout=timeout,
+            structured=structured_output,
+        )
+        self._output_reserve = self._config.max_tokens or _DEFAULT_OUTPUT
+        self._systems: dict[tuple[str, ...], str] = {}
+        self._chars_per_token = CHARS_PER_TOKEN
+
+    # ------------------------------------------------------------------ configuration
+    def _example_pool(self, fewshot: int | Sequence[FewShotExample] | None) -> list[FewShotExample]:
+        if fewshot is not None and not isinstance(fewshot, int):
+            return list(fewshot)
+        if fewshot == 0:
+            return []
+        try:
+            return load_examples(taxonomy=self.taxonomy)
+        except FewShotError:
+            if self.taxonomy == load_taxonomy():
+                raise  # the bundled examples are broken: a bug to surface, not to hide
+            # The bundled examples label MAST's codes, not a custom taxonomy's.
+            self._notes.append(
+                f"the bundled few-shot examples do not fit taxonomy {self.taxonomy.label}: "
+                "zero-shot (pass fewshot=[...] with examples for it)"
+            )
+            return []
+
+    def _context(self, trace: Trace) -> _Context:
+        """The examples and static prompt for ``trace``, leaving out excerpts of it."""
+        haystack = _normalized_text(trace)
+        leaked = [ex for ex in self.examples if _is_excerpt_of(ex, haystack)]
+        notes = list(self._notes)
+        examples = self.examples
+        if leaked:
+            # Showing the judge the gold answer for the very trace it judges would inflate
+            # agreement: pick the examples again without those excerpts.
+            notes.append(
+                "few-shot example(s) "
+                + ", ".join(ex.id for ex in leaked)
+                + " left out: they are excerpts of this trace"
+            )
+            rest = [ex for ex in self._pool if ex not in leaked]
+            examples = (
+                [ex for ex in self.examples if ex not in leaked]
+                if self._explicit_examples
+                else select_examples(rest, count=self._fewshot_count)
+            )
+        key = tuple(ex.id for ex in examples)
+        if key not in self._systems:
+            self._systems[key] = render_system(taxonomy=self.taxonomy, examples=examples)
+        return _Context(examples=examples, system=self._systems[key], notes=notes)
+
+    def __repr__(self) -> str:
+        extra = f", base_url={_safe_url(self.base_url)!r}" if self.base_url else ""
+        return (
+            f"Judge({self.model!r}, fewshot={len(self.examples)}, "
+            f"temperature={self.temperature}{extra})"
+        )
+
+    @property
+    def provider(self) -> Provider | None:
+        """The provider object (``None`` for the heuristic judge)."""
+        return self._provider
+
+    def describe(self) -> dict[str, Any]:
+        """The judge's settings that can change an answer (recorded in every annotation)."""
+        info: dict[str, Any] = {
+            "provider": self.provider_name,
+            "model": self.model_name,
+            "taxonomy": self.taxonomy.label,
+            "mast_version": __version__,
+        }
+        if self._provider is None or self._config is None:
+            return info
+        structured = self._config.structured
+        if self.provider_name == "anthropic":
+            from mast.judge.providers.anthropic import AnthropicProvider
+
+            assert isinstance(self._provider, AnthropicProvider)
+            structured = self._provider.structured_mode(self._config)
+        info.update(
+            temperature=self._provider.effective_temperature(self._config),
+            max_tokens=self._config.max_tokens,
+            fewshot=[ex.id for ex in self.examples],
+            structured_output=structured,
+            repair_attempts=self.repair_attempts,
+            context_tokens=self.context_tokens,
+            redact=self._redact_setting,
+        )
+        if self.base_url is not None:
+            info["base_url"] = _safe_url(self.base_url)
+        return info
+
+    # ------------------------------------------------------------------ public API
+    def annotate(self, trace: Trace) -> Annotation:
+        """Annotate one trace (blocking). See :meth:`aannotate`."""
+
+        async def once() -> Annotation:
+            try:
+                return await self.aannotate(trace)
+            finally:
+                # This loop ends with the call: close its client instead of leaking it.
+                if self._provider is not None:
+                    await self._provider.aclose()
+
+        return _run_sync(once)
+
+    async def aclose(self) -> None:
+        """Close the provider client of the running event loop."""
+        if self._provider is not None:
+            await self._provider.aclose()
+
+    async def __aenter__(self) -> Judge:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def call_config(self) -> CallConfig | None:
+        """What every call asks for (model, sampling, output schema); None for heuristic."""
+        return self._config
+
+    @property
+    def prices(self) -> PriceTable:
+        """The price table costs are computed from."""
+        return self._prices
+
+    @property
+    def output_reserve(self) -> int:
+        """Output tokens a call may use (``max_tokens``, or the reserve assumed without one)."""
+        return self._output_reserve if self._provider is not None else 0
+
+    async def aannotate(self, trace: Trace, *, call_hook: CallHook | None = None) -> Annotation:
+        """Annotate one trace.
+
+        Provider failures become an annotation with status ``"error"``; only an
+        :class:`~mast.errors.AuthError` (and a missing SDK) is raised, since retrying
+        cannot help with those. ``call_hook`` wraps every provider call made for this trace
+        (see :data:`CallHook`); exceptions it raises that are not a
+        :class:`~mast.errors.ProviderError` propagate.
+        """
+        token = _CALL_HOOK.set(call_hook)
+        try:
+            # Secrets go before anything is rendered: the prompt, the answer's quotes and
+            # the grounding of its evidence all refer to the same redacted text.
+            redacted, redactions = self._redactor.redact_trace(trace)
+            annotation = await self._aannotate(redacted)
+            if redactions:
+                annotation.redactions = redactions
+            return annotation
+        finally:
+            _CALL_HOOK.reset(token)
+
+    async def _aannotate(self, trace: Trace) -> Annotation:
+        start = time.perf_counter()
+        if self._provider is None:
+            return self._heuristic(trace, start)
+        ctx = self._context(trace)
+        prompt = render(trace, taxonomy=self.taxonomy, examples=ctx.examples, system=ctx.system)
+        budget = self._prompt_budget()
+        if prompt.estimated_tokens(chars_per_token=self._chars_per_token) <= budget:
+            try:
+                outcome = await self._attempt(prompt, trace)
+            except ContextLengthError as exc:
+                # Our estimate was too optimistic: split the steps at least in two.
+                return await self._windowed(
+                    trace, ctx, start, budget=budget, retries=1, reason=str(exc), shrink=0.5
+                )
+            return self._annotation(trace, ctx, prompt, outcome, start)
+        return await self._windowed(trace, ctx, start, budget=budget, retries=0, reason=None)
+
+    # ------------------------------------------------------------------ internals
+    def _prompt_budget(self) -> int:
+        return int((self.context_tokens - self._output_reserve) * _SAFETY)
+
+    def _learn(self, prompt: Prompt, usage: Usage) -> None:
+        """Refine chars/token from the provider's count (only ever more conservative)."""
+        if usage.input_tokens and usage.input_tokens > 0:
+            observed = prompt.text_length / usage.input_tokens
+            if observed >= _MIN_CHARS_PER_TOKEN:
+                self._chars_per_token = min(self._chars_per_token, observed)
+
+    async def _send(self, prompt: Prompt) -> Completion:
+        assert self._provider is not None and self._config is not None
+        return await self._provider.complete(prompt, self._config)
+
+    async def _call(self, prompt: Prompt) -> Completion:
+        hook = _CALL_HOOK.get()
+        return await (self._send(prompt) if hook is None else hook(prompt, self._send))
+
+    async def _attempt(self, prompt: Prompt, trace: Trace) -> _Outcome:
+        """Call, parse, repair (bounded), ground. ContextLengthError and AuthError propagate."""
+        outcome = _Outcome(status="error")
+        try:
+            completion = await self._call(prompt)
+        except (AuthError, ContextLengthError):
+            raise
+        except ProviderError as exc:
+            # Servers and proxies echo parts of a request in errors: scrub before recording.
+            outcome.error = self._redactor.redact(str(exc)).text
+            return outcome
+        outcome.completions.append(completion)
+        outcome.usage = outcome.usage + completion.usage
+        self._learn(prompt, completion.usage)
+        raws = [completion.text]
+        verdict, problem = self._parse(completion, prompt)
+        repairs = 0
+        while verdict is None and repairs < self.repair_attempts:
+            repairs += 1
+            outcome.problems.append(f"answer unreadable ({problem}); repair request {repairs}")
+            turns: list[tuple[Any, str]] = []
+            if completion.text.strip():
+                turns.append(("assistant", completion.text))
+            turns.append(("user", render_repair(problem, taxonomy=self.taxonomy)))
+            try:
+                completion = await self._call(prompt.with_turns(*turns))
+            except (AuthError, ContextLengthError):
+                raise
+            except ProviderError as exc:
+                failed = self._redactor.redact(str(exc)).text
+                outcome.error = (
+                    f"answer unreadable ({problem}); the repair request failed: {failed}"
+                )
+                outcome.raw = "\n\n".join(raws)
+                return outcome
+            outcome.completions.append(completion)
+            outcome.usage = outcome.usage + completion.usage
+            raws.append(completion.text)
+            verdict, problem = self._parse(completion, prompt)
+        outcome.raw = raws[-1] if verdict is not None else "\n\n--- repair ---\n\n".join(raws)
+        if verdict is None:
+            outcome.status = "parse_error"
+            outcome.error = f"answer unreadable after {repairs} repair request(s): {problem}"
+            return outcome
+        outcome.status = "ok"
+        outcome.verdict = ground(verdict, trace, drop_ungrounded=self.drop_ungrounded)
+        return outcome
+
+    def _parse(self, completion: Completion, prompt: Prompt) -> tuple[Verdict | None, str]:
+        try:
+            # The boundary and the prompt let the parser ignore trace text the model echoed
+            # (a fake verdict planted in the trace must never be read as the answer).
+            verdict = parse_response(
+                completion.text,
+                taxonomy=self.taxonomy,
+                boundary=prompt.boundary,
+                prompt_text=prompt.user,
+            )
+            return verdict, ""
+        except VerdictParseError as exc:
+            problem = str(exc).split(". Expected")[0]
+            if completion.finish_reason in ("length", "max_tokens"):
+                problem += f"; the answer was cut off at max_tokens={self._config_max_tokens()}"
+            return None, problem
+
+    def _config_max_tokens(self) -> int | None:
+        return self._config.max_tokens if self._config is not None else None
+
+    def _step_costs(self, trace: Trace) -> list[int]:
+        # Header + body + separators, as the template lays each step out.
+        return [
+            math.ceil((len(step_header(s)) + len(step_text(s)) + 3) / self._chars_per_token)
+            for s in trace.steps
+        ]
+
+    async def _windowed(
+        self,
+        trace: Trace,
+        ctx: _Context,
+        start: float,
+        *,
+        budget: int,
+        retries: int,
+        reason: str | None,
+        shrink: float | None = None,
+    ) -> Annotation:
+        """Annotate ``trace`` window by window. ``shrink`` (after the provider said "too
+        long") makes windows that share of what the estimate allowed, or of the whole trace
+        when it was meant to fit in one piece."""
+        problems: list[str] = []
+        if reason:
+            problems.append(f"the provider rejected the whole trace as too long ({reason})")
+        total = len(trace.steps)
+        # The fixed part: static prefix, instructions, task, and a maximal carry-over note.
+        probe = render(
+            trace,
+            taxonomy=self.taxonomy,
+            examples=ctx.examples,
+            system=ctx.system,
+            steps=[],
+            carry_over="x" * CARRY_OVER_MAX_CHARS,
+            window=WindowInfo(index=99, count=99, first="s99999", last="s99999", total=total),
+        )
+        fixed = probe.estimated_tokens(chars_per_token=self._chars_per_token)
+        capacity = budget - fixed
+        if capacity < 256 or total == 0:
+            return self._failed(
+                trace,
+                ctx,
+                start,
+                f"the prompt without any trace step needs ≈{fixed} tokens but the budget is "
+                f"≈{budget} (context_tokens={self.context_tokens}): use fewer few-shot "
+                "examples, a shorter task text or a larger context_tokens",
+                problems,
+            )
+        costs = self._step_costs(trace)
+        if shrink is not None:
+            capacity = max(1, int(min(capacity, sum(costs)) * shrink))
+        spans = plan_windows(costs, capacity)
+        for a, b in spans:
+            if b - a == 1 and costs[a] > capacity:
+                problems.append(
+                    f"step {trace.steps[a].id} alone (≈{costs[a]} tokens) exceeds the window "
+                    f"budget (≈{capacity} tokens); sent whole in its own window, not cut"
+                )
+        problems.append(
+            f"trace annotated in {len(spans)} windows of whole steps "
+            f"(estimated ≈{sum(costs) + fixed} prompt tokens, budget ≈{budget})"
+        )
+        results: list[WindowResult] = []
+        usage = Usage.zero()
+        raws: list[str] = []
+        prompts: list[Prompt] = []
+        completions: list[Completion] = []
+        for index, (a, b) in enumerate(spans, start=1):
+            steps = trace.steps[a:b]
+            info = WindowInfo(
+                index=index, count=len(spans), first=steps[0].id, last=steps[-1].id, total=total
+            )
+            prompt = render(
+                trace,
+                taxonomy=self.taxonomy,
+                examples=ctx.examples,
+                system=ctx.system,
+                steps=steps,
+                carry_over=carry_over(results),
+                window=info,
+            )
+            prompts.append(prompt)
+            try:
+                outcome = await self._attempt(prompt, trace)
+            except ContextLengthError as exc:
+                if retries < _MAX_CONTEXT_RETRIES and len(spans) < total:
+                    return await self._windowed(
+                        trace,
+                        ctx,
+                        start,
+                        budget=budget,
+                        retries=retries + 1,
+                        reason=str(exc),
+                        shrink=(shrink or 1.0) * 0.5,
+                    )
+                outcome = _Outcome(status="error", error=str(exc))
+            usage = usage + outcome.usage
+            completions += outcome.completions
+            problems += [f"part {index}/{len(spans)}: {p}" for p in outcome.problems]
+            if outcome.raw is not None:
+                raws.append(f"=== part {index}/{len(spans)} ({info.first}–{info.last}) ===\n")
+                raws[-1] += outcome.raw
+            results.append(
+                WindowResult(
+                    info=info, status=outcome.status, verdict=outcome.verdict, error=outcome.error
+                )
+            )
+        merged = merge(results, self.taxonomy.codes)
+        judge = self.describe()
+        judge["fewshot"] = [ex.id for ex in ctx.examples]
+        judge["static_prefix_hash"] = prompts[0].static_prefix_hash
+        judge["prompt_hash"] = _combined_hash([p.prompt_hash for p in prompts])
+        judge["window_prompt_hashes"] = [p.prompt_hash for p in prompts]
+        judge["response_ids"] = [c.response_id for c in completions]
+        if completions:
+            judge["response_model"] = completions[-1].model
+        cost, cost_note = self._cost(usage)
+        return Annotation(
+            trace_id=trace.id,
+            status=merged.status,
+            error=merged.error,
+            taxonomy=self.taxonomy.label,
+            vector=merged.vector,
+            findings=merged.findings,
+            task_completed=merged.task_completed,
+            summary=merged.summary,
+            judge=judge,
+            usage=usage,
+            cost_usd=cost,
+            latency_s=time.perf_counter() - start,
+            windows=len(spans),
+            problems=ctx.notes + problems + merged.problems + cost_note,
+            raw="\n\n".join(raws) or None,
+        )
+
+    def _cost(self, usage: Usage) -> tuple[float | None, list[str]]:
+        key = f"{self.provider_name}/{self.model_name}"
+        cost = self._prices.cost(key, usage)
+        if cost is not None:
+            return cost, []
+        if key not in self._prices:
+            return None, [f"no price for {key}: cost unknown (pass prices= to Judge to set one)"]
+        return None, ["the provider did not report token usage: cost unknown"]
+
+    def _annotation(
+        self, trace: Trace, ctx: _Context, prompt: Prompt, outcome: _Outcome, start: float
+    ) -> Annotation:
+        judge = self.describe()
+        judge["fewshot"] = [ex.id for ex in ctx.examples]
+        judge["static_prefix_hash"] = prompt.static_prefix_hash
+        judge["prompt_hash"] = prompt.prompt_hash
+        judge["response_ids"] = [c.response_id for c in outcome.completions]
+        if outcome.completions:
+            judge["response_model"] = outcome.completions[-1].model
+        cost, cost_note = self._cost(outcome.usage)
+        verdict = outcome.verdict
+        return Annotation(
+            trace_id=trace.id,
+            status=outcome.status,
+            error=outcome.error,
+            taxonomy=self.taxonomy.label,
+            vector=verdict.vector if verdict else FailureVector(codes=self.taxonomy.codes),
+            findings=dict(verdict.findings) if verdict else {},
+            task_completed=verdict.task_completed if verdict else None,
+            summary=verdict.summary if verdict else None,
+            judge=judge,
+            usage=outcome.usage,
+            cost_usd=cost,
+            latency_s=time.perf_counter() - start,
+            windows=1,
+            problems=ctx.notes
+            + outcome.problems
+            + (verdict.problems if verdict else [])
+            + cost_note,
+            raw=outcome.raw,
+        )
+
+    def _failed(
+        self, trace: Trace, ctx: _Context, start: float, error: str, problems: list[str]
+    ) -> Annotation:
+        return Annotation(
+            trace_id=trace.id,
+            status="error",
+            error=error,
+            taxonomy=self.taxonomy.label,
+            vector=FailureVector(codes=self.taxonomy.codes),
+            judge=self.describe(),
+            usage=Usage.zero(),
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - start,
+            windows=0,
+            problems=ctx.notes + problems,
+        )
+
+    def _heuristic(self, trace: Trace, start: float) -> Annotation:
+        from mast.judge.heuristic import heuristic_verdict
+
+        verdict = ground(
+            heuristic_verdict(trace, self.taxonomy), trace, drop_ungrounded=self.drop_ungrounded
+        )
+        return Annotation(
+            trace_id=trace.id,
+            status="ok",
+            taxonomy=self.taxonomy.label,
+            vector=verdict.vector,
+            findings=dict(verdict.findings),
+            task_completed=verdict.task_completed,
+            summary=verdict.summary,
+            judge=self.describe(),
+            usage=Usage.zero(),
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - start,
+            windows=1,
+            problems=list(verdict.problems),
+            raw=None,
+        )
+
+
+def _combined_hash(hashes: Sequence[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()

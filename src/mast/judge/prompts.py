@@ -1,0 +1,355 @@
+"""Render the judge prompt: static instructions, taxonomy and examples first, the trace last.
+
+The ``system`` text (instructions, the taxonomy's definitions / what to look for / what it is
+not, the few-shot examples and the answer format) is identical for every trace, so providers
+can cache it; everything specific to the trace, its task included, is in ``user``.
+
+Trace text is handed to jinja2 as data and never rendered as template code, and it is fenced
+by a boundary derived from a hash of the fenced text that is checked not to occur in it, so
+content cannot close its own fence. The boundary is deterministic, so the same trace always
+gives the same prompt hash (and cache key).
+
+>>> from mast.traces.model import Step, Trace
+>>> trace = Trace(id="t1", task="Add 2 and 2.", steps=[Step.make(0, "4", agent="solver")])
+>>> prompt = render(trace, examples=())
+>>> prompt.user.count("[s1] agent=solver"), prompt.system.find("Add 2 and 2.")
+(1, -1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from mast.judge.verdict import example_answer
+from mast.taxonomy import Taxonomy, load_taxonomy
+from mast.traces.model import Step, StepKind, Trace
+
+if TYPE_CHECKING:
+    from mast.judge.fewshot import FewShotExample
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Prompt",
+    "WindowInfo",
+    "estimate_tokens",
+    "render",
+    "render_repair",
+    "step_header",
+    "step_text",
+]
+
+CHARS_PER_TOKEN = 4.0
+"""Characters per token assumed by :func:`estimate_tokens`.
+
+English prose and code average about 4 characters per token with the OpenAI and Anthropic
+tokenizers; dense JSON or non-Latin text has fewer. The judge refines the ratio from the
+token counts the provider reports, so nothing is downloaded at run time.
+"""
+
+Role = Literal["user", "assistant"]
+
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def estimate_tokens(text: str, *, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+    """A tokenizer-free token estimate: ``ceil(len(text) / chars_per_token)``.
+
+    >>> estimate_tokens("x" * 400)
+    100
+    """
+    return math.ceil(len(text) / chars_per_token)
+
+
+def _sha256(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8")
+        # Length-prefix each part so that ("ab", "c") and ("a", "bc") hash differently.
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """Where a window of a long trace sits: part ``index`` of ``count`` (1-based)."""
+
+    index: int
+    count: int
+    first: str
+    last: str
+    total: int
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered judge prompt.
+
+    ``system`` is static (the same for every trace with the same taxonomy and examples);
+    ``user`` holds the trace. ``turns`` are extra messages after ``user`` (a repair
+    request re-sends the conversation with the unreadable answer and a short request).
+    """
+
+    system: str
+    user: str
+    static_prefix_hash: str
+    example_ids: tuple[str, ...]
+    boundary: str
+    step_ids: tuple[str, ...]
+    turns: tuple[tuple[Role, str], ...] = ()
+    prompt_hash: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        turns = json.dumps(list(self.turns), ensure_ascii=False)
+        object.__setattr__(self, "prompt_hash", _sha256(self.system, self.user, turns))
+
+    @property
+    def text_length(self) -> int:
+        """Characters in all messages."""
+        return len(self.system) + len(self.user) + sum(len(t) for _, t in self.turns)
+
+    def estimated_tokens(self, *, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+        """Estimated prompt tokens (see :func:`estimate_tokens`), plus a little per message."""
+        return math.ceil(self.text_length / chars_per_token) + 8 * (2 + len(self.turns))
+
+    def with_turns(self, *turns: tuple[Role, str]) -> Prompt:
+        """This prompt followed by more messages (same cached prefix, new prompt hash)."""
+        return replace(self, turns=self.turns + tuple(turns))
+
+
+def step_header(step: Step) -> str:
+    """The header line that introduces a step in the prompt (fields that are known only).
+
+    >>> step_header(Step.make(11, "x", agent="Coder", role="assistant", kind="tool_call",
+    ...                       tool_name="search"))
+    '[s12] agent=Coder role=assistant kind=tool_call tool=search'
+    """
+    parts = [f"[{step.id}]"]
+    if step.agent:
+        parts.append(f"agent={_one_line(step.agent)}")
+    if step.role:
+        parts.append(f"role={_one_line(step.role)}")
+    parts.append(f"kind={StepKind(step.kind).value}")
+    if step.tool_name:
+        parts.append(f"tool={_one_line(step.tool_name)}")
+    return " ".join(parts)
+
+
+def _one_line(value: str) -> str:
+    # Header fields come from the trace: keep them on the header line.
+    return " ".join(str(value).split()) or "?"
+
+
+def step_text(step: Step) -> str:
+    """A step's body as shown in the prompt: tool arguments (as JSON), then the content."""
+    lines: list[str] = []
+    if step.tool_args is not None:
+        args = json.dumps(step.tool_args, ensure_ascii=False, sort_keys=True, default=str)
+        lines.append(f"arguments: {args}")
+    if step.content:
+        lines.append(step.content)
+    if not lines:
+        lines.append("(no content)")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _RenderedStep:
+    header: str
+    body: str
+
+
+def _render_steps(steps: Iterable[Step]) -> list[_RenderedStep]:
+    return [_RenderedStep(step_header(s), step_text(s)) for s in steps]
+
+
+def _boundary(payload: Sequence[str], *, salt: str) -> str:
+    """A fence token that occurs in none of ``payload``, derived from it deterministically."""
+    base = _sha256(salt, *payload)
+    for attempt in range(1000):
+        token = f"MAST-{salt}-{_sha256(base, str(attempt))[:16].upper()}"
+        if not any(token in text for text in payload):
+            return token
+    raise RuntimeError("could not find a fence token absent from the trace")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class _RenderedExample:
+    id: str
+    fence: str
+    task: str | None
+    steps: list[_RenderedStep]
+    answer: str
+
+
+class _Templates:
+    """The sandboxed jinja2 environment, built once."""
+
+    _env: SandboxedEnvironment | None = None
+
+    @classmethod
+    def env(cls) -> SandboxedEnvironment:
+        if cls._env is None:
+            cls._env = SandboxedEnvironment(
+                loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+                autoescape=False,
+                undefined=jinja2.StrictUndefined,
+                trim_blocks=True,
+                lstrip_blocks=True,
+                keep_trailing_newline=False,
+            )
+        return cls._env
+
+    @classmethod
+    def render(cls, name: str, **data: Any) -> str:
+        return cls.env().get_template(name).render(**data).strip() + "\n"
+
+
+def _answer_json(answer: dict[str, Any]) -> str:
+    """A verdict as compact JSON: one line per mode, so examples stay short."""
+    dump = json.dumps
+    modes = ",\n".join(
+        f"    {dump(code)}: {dump(entry, ensure_ascii=False)}"
+        for code, entry in answer["modes"].items()
+    )
+    return (
+        "{\n"
+        f'  "summary": {dump(answer["summary"], ensure_ascii=False)},\n'
+        f'  "modes": {{\n{modes}\n  }},\n'
+        f'  "task_completed": {dump(answer["task_completed"])}\n'
+        "}"
+    )
+
+
+def _example_answer(example: FewShotExample, taxonomy: Taxonomy) -> dict[str, Any]:
+    """The answer a careful judge gives on ``example``, in the requested JSON shape.
+
+    Evidence cites the steps the example's author listed (no quote is invented); a mode's
+    rationale is the author's note for it when there is one. Gold labels carry no
+    confidence, so none is shown.
+    """
+
+    def note(code: str) -> str:
+        if example.notes.get(code):
+            return example.notes[code]
+        present = example.labels.get(code)
+        if present is None:
+            return ""
+        return "Shown by the cited steps." if present else "No sign of it in the excerpt."
+
+    notes = {code: note(code) for code in taxonomy.codes}
+    return example_answer(
+        labels=example.labels,
+        evidence={c: steps for c, steps in example.evidence.items() if example.labels.get(c)},
+        rationale=example.rationale,
+        taxonomy=taxonomy,
+        notes=notes,
+        task_completed=example.task_completed,
+    )
+
+
+def render_system(
+    *, taxonomy: Taxonomy | None = None, examples: Sequence[FewShotExample] = ()
+) -> str:
+    """The static part of the prompt: instructions, taxonomy, examples, answer format."""
+    tax = taxonomy or load_taxonomy()
+    categories = [
+        {
+            "code": cat.code,
+            "name": cat.name,
+            "description": " ".join(cat.description.split()),
+            "modes": [m for m in tax.modes if m.category == cat.code],
+        }
+        for cat in tax.categories
+    ]
+    rendered_examples = []
+    for ex in examples:
+        steps = _render_steps(ex.steps)
+        payload = [ex.task or ""] + [f"{s.header}\n{s.body}" for s in steps]
+        rendered_examples.append(
+            _RenderedExample(
+                id=ex.id,
+                fence=_boundary(payload, salt="EXAMPLE"),
+                task=ex.task,
+                steps=steps,
+                answer=_answer_json(_example_answer(ex, tax)),
+            )
+        )
+    return _Templates.render(
+        "system.j2",
+        taxonomy=tax,
+        categories=[c for c in categories if c["modes"]],
+        examples=rendered_examples,
+        codes=tax.codes,
+    )
+
+
+def _context_lines(trace: Trace) -> list[str]:
+    lines = []
+    if trace.system:
+        lines.append(f"SYSTEM: {_one_line(trace.system)}")
+    if trace.benchmark:
+        lines.append(f"BENCHMARK: {_one_line(trace.benchmark)}")
+    if not trace.segmented:
+        lines.append("NOTE: this log could not be split into steps; it is shown as one step.")
+    return lines
+
+
+def render(
+    trace: Trace,
+    *,
+    taxonomy: Taxonomy | None = None,
+    examples: Sequence[FewShotExample] = (),
+    steps: Sequence[Step] | None = None,
+    carry_over: str | None = None,
+    window: WindowInfo | None = None,
+    system: str | None = None,
+) -> Prompt:
+    """Render the judge prompt for ``trace`` (or for ``steps`` of it, when windowing).
+
+    ``carry_over`` is a short note on what earlier windows found, ``window`` says which part
+    this is. ``system`` reuses an already rendered static part (it must come from
+    :func:`render_system` with the same taxonomy and examples). The trace's outcome and
+    labels are never shown to the judge.
+    """
+    tax = taxonomy or load_taxonomy()
+    system_text = system if system is not None else render_system(taxonomy=tax, examples=examples)
+    shown = list(trace.steps if steps is None else steps)
+    rendered = _render_steps(shown)
+    context = _context_lines(trace)
+    payload = [trace.task or "", carry_over or "", *context] + [
+        f"{s.header}\n{s.body}" for s in rendered
+    ]
+    fence = _boundary(payload, salt="TRACE")
+    user = _Templates.render(
+        "user.j2",
+        fence=fence,
+        task=trace.task,
+        context=context,
+        steps=rendered,
+        carry_over=carry_over,
+        window=window,
+    )
+    return Prompt(
+        system=system_text,
+        user=user,
+        static_prefix_hash=_sha256(system_text),
+        example_ids=tuple(ex.id for ex in examples),
+        boundary=fence,
+        step_ids=tuple(s.id for s in shown),
+    )
+
+
+def render_repair(problem: str, *, taxonomy: Taxonomy | None = None) -> str:
+    """The short follow-up that asks again for the JSON answer only."""
+    tax = taxonomy or load_taxonomy()
+    return _Templates.render("repair.j2", problem=_one_line(problem)[:300], codes=tax.codes)

@@ -1,0 +1,62 @@
+"""Model providers, named ``"provider/model"``: ``openai/…``, ``anthropic/…``.
+
+``"heuristic"`` is not a provider: the :class:`~mast.judge.judge.Judge` runs the rule-based
+baseline itself, without a prompt or a network call.
+
+>>> parse_model("openai/gpt-4.1"), parse_model("openai/meta-llama/Llama-3.1-8B")
+(('openai', 'gpt-4.1'), ('openai', 'meta-llama/Llama-3.1-8B'))
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mast.judge.providers._base import CallConfig, Completion, Provider, StructuredMode
+
+__all__ = [
+    "CallConfig",
+    "Completion",
+    "Provider",
+    "StructuredMode",
+    "get_provider",
+    "parse_model",
+    "provider_names",
+]
+
+# Imported lazily so that `import mast` never imports an SDK.
+_PROVIDERS: dict[str, tuple[str, str]] = {
+    "openai": ("mast.judge.providers.openai", "OpenAIProvider"),
+    "anthropic": ("mast.judge.providers.anthropic", "AnthropicProvider"),
+}
+
+
+def provider_names() -> list[str]:
+    """Provider prefixes accepted in model names (plus the special ``"heuristic"``)."""
+    return sorted(_PROVIDERS)
+
+
+def parse_model(spec: str) -> tuple[str, str]:
+    """Split ``"provider/model"`` at the first slash; the model part may contain slashes."""
+    provider, sep, model = spec.partition("/")
+    if not sep or not provider or not model:
+        guess = "anthropic" if spec.startswith("claude") else "openai"
+        raise ValueError(
+            f"model {spec!r} does not name its provider: expected 'provider/model' with "
+            f"provider one of {provider_names()} (e.g. '{guess}/{spec or 'gpt-4.1'}'), "
+            "or 'heuristic' for the offline baseline"
+        )
+    if provider not in _PROVIDERS:
+        raise ValueError(
+            f"unknown provider {provider!r} in model {spec!r}: use one of {provider_names()}; "
+            "for another OpenAI-compatible server use 'openai/<model>' with base_url=…"
+        )
+    return provider, model
+
+
+def get_provider(name: str, *, api_key: str | None = None, base_url: str | None = None) -> Provider:
+    """Instantiate the provider ``name`` ("openai", "anthropic")."""
+    if name not in _PROVIDERS:
+        raise ValueError(f"unknown provider {name!r}: use one of {provider_names()}")
+    module_name, class_name = _PROVIDERS[name]
+    cls: type[Provider] = getattr(importlib.import_module(module_name), class_name)
+    return cls(api_key=api_key, base_url=base_url)

@@ -1,0 +1,187 @@
+"""The provider interface: one async call from a rendered :class:`Prompt` to a :class:`Completion`.
+
+A provider knows one SDK and nothing else: no retries, caching or concurrency (the runner adds
+those once, for every provider), and the SDK's own retries are switched off so that the
+runner stays in control. API keys live only inside the provider object and are masked in its
+``repr``; they never reach prompts, results, caches or logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import time
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, ClassVar, Literal
+
+from mast.errors import AuthError, MissingDependencyError, ProviderError
+from mast.judge.prompts import Prompt
+from mast.judge.providers._errors import translate_error, unexpected_answer
+from mast.judge.usage import Usage
+
+StructuredMode = Literal["auto", "json_schema", "tool", "none"]
+
+
+@dataclass(frozen=True)
+class CallConfig:
+    """What to ask the model for: which model, how to sample, which output shape.
+
+    ``json_schema`` is the schema of the answer (``None`` = plain text); ``structured``
+    chooses how it is requested: ``"json_schema"`` (OpenAI ``response_format`` / Anthropic
+    ``output_config.format``), ``"tool"`` (Anthropic forced tool use), ``"auto"`` (the
+    provider picks what the model supports) or ``"none"`` (describe it in the prompt only).
+    """
+
+    model: str
+    temperature: float | None = 0.0
+    max_tokens: int | None = None
+    json_schema: dict[str, Any] | None = None
+    schema_name: str = "mast_verdict"
+    timeout: float | None = 120.0
+    structured: StructuredMode = "auto"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model answer: its text (always read by the parser), usage and provenance.
+
+    ``text`` is the JSON of the tool input when the answer came through a tool call
+    (``via_tool`` is then True), else the concatenated text the model wrote.
+    """
+
+    text: str
+    usage: Usage
+    model: str
+    response_id: str | None
+    latency_s: float
+    finish_reason: str | None = None
+    via_tool: bool = False
+
+
+def mask_key(key: str | None) -> str:
+    """A key as it may appear in a repr: never more than a hint of its last characters."""
+    if not key:
+        return "None"
+    return "'***" + (key[-4:] if len(key) >= 20 else "") + "'"
+
+
+def import_sdk(module: str, install: str) -> ModuleType:
+    """Import an SDK lazily; a missing one raises an error ending with the install line."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the {module!r} package is needed for this provider but is not installed. "
+            f"Install it with: {install}"
+        ) from exc
+
+
+class Provider(ABC):
+    """Base class of the model providers (``openai``, ``anthropic``, …).
+
+    Subclasses implement :meth:`complete` and :meth:`_make_client`. SDK clients are bound to
+    the event loop that created them, so one is made per running loop (the sync
+    ``Judge.annotate`` runs a fresh loop per call and closes its client with :meth:`aclose`).
+    """
+
+    name: ClassVar[str]
+    sdk: ClassVar[str]
+    env_var: ClassVar[str]
+    install: ClassVar[str]
+
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None) -> None:
+        # Fail when the judge is made, not on the first trace of a long run.
+        import_sdk(self.sdk, self.install)
+        self.base_url = base_url
+        key = api_key or os.environ.get(self.env_var) or None
+        if key is None and base_url is not None:
+            # Local OpenAI-compatible servers (vLLM, Ollama) often need no key, but the SDKs
+            # refuse to start without one: send an obvious placeholder.
+            key = "no-key-needed"
+        if key is None:
+            raise AuthError(
+                f"no API key for provider {self.name!r}: set the {self.env_var} environment "
+                "variable or pass api_key=… (use model 'heuristic' to run without a key)",
+                provider=self.name,
+            )
+        self.__api_key = key
+        # One SDK client per event loop: httpx connections cannot cross loops.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def _api_key(self) -> str:
+        return self.__api_key
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={self.base_url!r}, api_key={mask_key(self.__api_key)})"
+        )
+
+    @abstractmethod
+    def _make_client(self) -> Any:
+        """Build the SDK's async client (SDK retries off)."""
+
+    def client(self) -> Any:
+        """The SDK client for the running event loop (made on first use in that loop)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._make_client()
+        return client
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop, if one was made."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    def effective_temperature(self, config: CallConfig) -> float | None:
+        """The temperature this provider actually sends for ``config`` (None = not sent)."""
+        return config.temperature
+
+    @abstractmethod
+    def request_body(self, prompt: Prompt, config: CallConfig) -> dict[str, Any]:
+        """The keyword arguments of the SDK call (what goes over the wire, minus the key)."""
+
+    @abstractmethod
+    async def complete(self, prompt: Prompt, config: CallConfig) -> Completion:
+        """Send ``prompt`` and return the answer; SDK errors become ``ProviderError``s."""
+
+    async def _send(
+        self,
+        create: Callable[..., Awaitable[Any]],
+        body: dict[str, Any],
+        config: CallConfig,
+        sdk_error: type[BaseException],
+    ) -> tuple[Any, float]:
+        """``await create(**body)`` with the call's timeout: the answer and its latency (s).
+
+        ``sdk_error`` (the SDK's base exception), a timeout, or the ``ValueError`` the SDK
+        lets escape for a 200 answer whose body is not JSON become a ``ProviderError``.
+        """
+        start = time.perf_counter()
+        try:
+            response = await create(**body, timeout=config.timeout)
+        except (sdk_error, asyncio.TimeoutError, ValueError) as exc:
+            raise self._translate_error(exc, config.model) from exc
+        return response, time.perf_counter() - start
+
+    def _translate_error(self, exc: BaseException, model: str) -> ProviderError:
+        """``exc`` as the ``ProviderError`` that fits it (the API key scrubbed from it)."""
+        return translate_error(
+            exc, provider=self.name, model=model, env_var=self.env_var, secret=self._api_key
+        )
+
+    def _unexpected_answer(self, answer: Any, model: str, expected: str) -> ProviderError:
+        """The error for a 200 answer that is not ``expected`` (e.g. a proxy's HTML page: the
+        SDK hands back its text)."""
+        return unexpected_answer(
+            answer, provider=self.name, model=model, expected=expected, secret=self._api_key
+        )

@@ -1,0 +1,232 @@
+"""Build the trace of one ITBench trial folder: its session files, diagnosis and outcome.
+
+The public entry points are :func:`mast.traces.itbench.load_run` and ``mast.load_trace(folder)``;
+the matching rule and scores live in :mod:`mast.traces.itbench`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mast.errors import GroundTruthError, TraceFormatError
+from mast.traces.itbench import (
+    DiagnosisScore,
+    GroundTruth,
+    diagnosis_file,
+    find_ground_truth,
+    load_ground_truth,
+    read_diagnosis,
+    score_diagnosis,
+)
+from mast.traces.loaders._session import dedupe_instructions, sniff_session
+from mast.traces.model import Outcome, Step, StepKind, Trace
+
+SESSION_FORMATS = {"codex", "codex-exec", "claude-code"}
+
+
+def scenario_id(name: str) -> str:
+    """``"Scenario-2"``, ``"scenario_2"``, ``"incident-2"``, ``"2"`` → ``"2"``; else the name."""
+    match = re.fullmatch(r"(?:[A-Za-z]+[-_]?)?(\d+)", name)
+    return match.group(1) if match else name
+
+
+def session_files(folder: Path) -> list[tuple[Path, str]]:
+    """The session files below a trial folder and their formats, hidden folders skipped."""
+    out = []
+    for path in sorted(folder.rglob("*.jsonl")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(64 * 1024)
+        except OSError:
+            continue
+        kind = sniff_session(head, whole_file=len(head) < 64 * 1024)
+        if kind in SESSION_FORMATS:
+            out.append((path, kind))
+    return out
+
+
+def build_run(
+    folder: Path,
+    *,
+    ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None,
+    success: Callable[[DiagnosisScore], bool],
+    rule_name: str,
+) -> Trace:
+    """Load one trial folder (see :func:`mast.traces.itbench.load_run`)."""
+    from mast.traces.loaders import _read_file  # the loaders package imports this module
+
+    if not folder.is_dir():
+        raise TraceFormatError("not a folder", path=folder, format="itbench")
+    sessions: list[Trace] = []
+    problems: list[str] = []
+    for path, kind in session_files(folder):
+        for item in _read_file(path, kind):
+            if isinstance(item, TraceFormatError):
+                problems.append(str(item))
+            else:
+                item.metadata["session_file"] = str(path.relative_to(folder))
+                sessions.append(item)
+    sessions = _unique_sessions(sessions)
+    sessions.sort(key=lambda t: (_first_time(t), t.metadata["session_file"]))
+    steps, dedupe = _merge(sessions)
+
+    incident = folder.parent.name
+    metadata: dict[str, Any] = {
+        "scenario": incident,
+        "scenario_id": scenario_id(incident),
+        "trial": folder.name,
+        "model": next((t.model for t in sessions if t.model), None),
+        "sessions": [
+            {
+                "file": t.metadata["session_file"],
+                "id": t.id,
+                "format": t.format,
+                "steps": len(t.steps),
+            }
+            for t in sessions
+        ],
+        "deduplicated_instructions": dedupe,
+        "success_rule": rule_name,
+    }
+    if problems:
+        metadata["session_problems"] = problems
+    if not sessions:
+        metadata["no_session"] = True
+
+    outcome, reason, score, files = _outcome(folder, ground_truth, success)
+    metadata.update(files)
+    metadata["outcome_reason"] = reason
+    if score is not None:
+        metadata["itbench_score"] = score.model_dump()
+    return Trace(
+        id=f"itbench/{incident}/{folder.name}",
+        task=next((t.task for t in sessions if t.task), None),
+        system=f"ITBench SRE agent ({sessions[0].system})" if sessions else "ITBench SRE agent",
+        model=metadata["model"],
+        benchmark="ITBench SRE",
+        steps=steps,
+        outcome=outcome,
+        source=str(folder),
+        format="itbench",
+        metadata=metadata,
+    )
+
+
+def _outcome(
+    folder: Path,
+    ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None,
+    success: Callable[[DiagnosisScore], bool],
+) -> tuple[Outcome, str, DiagnosisScore | None, dict[str, Any]]:
+    files: dict[str, Any] = {}
+    diag_path = diagnosis_file(folder)
+    if diag_path is not None:
+        files["diagnosis_file"] = str(diag_path.relative_to(folder))
+    gt_source: GroundTruth | Mapping[str, Any] | str | Path | None = ground_truth
+    if gt_source is None:
+        gt_source = find_ground_truth(folder)
+        if gt_source is not None:
+            files["ground_truth_file"] = str(gt_source)
+    elif isinstance(gt_source, (str, Path)):
+        files["ground_truth_file"] = str(gt_source)
+    if diag_path is None:
+        return Outcome.FAILURE, "no diagnosis: agent_output.json not found", None, files
+    diagnosis, problem = read_diagnosis(diag_path)
+    if diagnosis is None:
+        return Outcome.FAILURE, f"unusable diagnosis: {problem}", None, files
+    if gt_source is None:
+        return (
+            Outcome.UNKNOWN,
+            "no ground truth: none passed and no ground_truth.yaml / groundtruth.yaml "
+            "in the trial or incident folder",
+            None,
+            files,
+        )
+    try:
+        truth = load_ground_truth(gt_source)
+    except GroundTruthError as exc:
+        raise TraceFormatError(str(exc), path=folder, format="itbench") from exc
+    score = score_diagnosis(diagnosis, truth)
+    ok = success(score)
+    reason = (
+        f"recall {score.recall:.2f}, precision "
+        f"{'n/a' if score.precision is None else f'{score.precision:.2f}'}"
+        + (f"; missed {', '.join(score.missed)}" if score.missed else "")
+    )
+    return (Outcome.SUCCESS if ok else Outcome.FAILURE), reason, score, files
+
+
+def _first_time(trace: Trace) -> str:
+    return next((s.timestamp for s in trace.steps if s.timestamp), "~")
+
+
+def _unique_sessions(sessions: list[Trace]) -> list[Trace]:
+    """One trace per session id: a copied ``session.jsonl`` next to its rollout keeps the
+    longer of the two."""
+    best: dict[str, Trace] = {}
+    anonymous: list[Trace] = []
+    for trace in sessions:
+        if not trace.id or trace.id == Path(trace.metadata["session_file"]).stem:
+            anonymous.append(trace)
+        elif trace.id not in best or len(trace.steps) > len(best[trace.id].steps):
+            best[trace.id] = trace
+    return [*best.values(), *anonymous]
+
+
+def _merge(sessions: list[Trace]) -> tuple[list[Step], dict[str, int]]:
+    """All sessions' steps in order, with a boundary step between sessions and repeated
+    instructions (across sessions too) replaced by references."""
+    steps: list[Step] = []
+    dropped = replaced = 0
+    for number, trace in enumerate(sessions, 1):
+        dedupe = trace.metadata.get("deduplicated_instructions")
+        if isinstance(dedupe, Mapping):
+            dropped += int(dedupe.get("turn_context_repeats_dropped", 0))
+            replaced += int(dedupe.get("repeats_replaced", 0))
+        if len(sessions) > 1:
+            steps.append(
+                Step.make(
+                    len(steps),
+                    f"[session {number} of {len(sessions)}: {trace.metadata['session_file']}]",
+                    agent="itbench-harness",
+                    kind=StepKind.LOG,
+                    timestamp=_first_time(trace) if _first_time(trace) != "~" else None,
+                    metadata={"session_file": trace.metadata["session_file"], "boundary": True},
+                )
+            )
+        # Session-local ids become global ones; references to repeated text follow them.
+        local_to_global: dict[str, str] = {}
+        for step in trace.steps:
+            global_id = f"s{len(steps) + 1}"
+            local_to_global[step.id] = global_id
+            update: dict[str, Any] = {
+                "id": global_id,
+                "index": len(steps),
+                "metadata": {
+                    **step.metadata,
+                    "session_file": trace.metadata["session_file"],
+                    "session_step": step.id,
+                },
+            }
+            original = step.metadata.get("repeat_of")
+            if isinstance(original, str) and original in local_to_global:
+                update["metadata"]["repeat_of"] = local_to_global[original]
+                update["content"] = (
+                    f"[repeated instructions: same text as {local_to_global[original]}]"
+                )
+            steps.append(step.model_copy(update=update))
+    merged, counts = dedupe_instructions(steps)
+    chars = counts["chars_removed"] + sum(
+        int(t.metadata.get("deduplicated_instructions", {}).get("chars_removed", 0))
+        for t in sessions
+    )
+    return merged, {
+        "repeats_replaced": replaced + counts["count"],
+        "turn_context_repeats_dropped": dropped,
+        "total": replaced + counts["count"] + dropped,
+        "chars_removed": chars,
+    }

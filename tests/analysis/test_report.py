@@ -1,0 +1,227 @@
+"""``mast report``: sections, escaping of trace-derived text, embedded figures, the CLI, and
+(when Chromium is installed) rendering in a real headless browser."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import mast
+from mast import analysis
+from mast.analysis.report import _outcomes, render_report
+from mast.bulk.store import ResultsStore
+from mast.cli import main
+from mast.judge.annotation import Annotation
+from mast.judge.verdict import Evidence, Finding
+from mast.traces.model import FailureVector, Outcome, Step, Trace
+
+pytest.importorskip("matplotlib")
+
+SECTIONS = ("summary", "profiles", "cooccurrence", "outcomes", "traces", "evidence", "excluded")
+EVIL = "<script>alert('x')</script>"
+
+
+def _evil_trace() -> Trace:
+    return Trace(
+        id=f"evil{EVIL}",
+        system='<img src=x onerror="alert(2)">',
+        outcome=Outcome.FAILURE,
+        steps=[
+            Step.make(0, "please add the numbers", agent="user"),
+            Step.make(1, f"{EVIL} I will </pre> repeat myself", agent=f"bot{EVIL}"),
+        ],
+    )
+
+
+def _evil_annotation(trace: Trace) -> Annotation:
+    finding = Finding(
+        code="1.3",
+        present=True,
+        evidence=[Evidence(step_id="s2", quote=EVIL, grounded=True)],
+        rationale=f"<b>loud</b> {EVIL}",
+    )
+    vector = FailureVector({"1.3": True, "1.5": False}, codes=mast.load_taxonomy().codes)
+    return Annotation(
+        trace_id=trace.id,
+        status="ok",
+        taxonomy="MAST 1.0",
+        vector=vector,
+        findings={"1.3": finding},
+        summary=f"summary {EVIL}",
+        judge={"model": f"judge{EVIL}"},
+    )
+
+
+def _runs() -> tuple[dict[str, list[Annotation]], list[Trace]]:
+    traces = [*mast.traces.datasets.example_traces(), _evil_trace()]
+    judge = mast.Judge("heuristic")
+    anns = [judge.annotate(t) for t in traces[:-1]]
+    anns.append(_evil_annotation(traces[-1]))
+    anns.append(
+        Annotation(
+            trace_id="lost",
+            status="error",
+            error=f"provider said {EVIL}",
+            taxonomy="MAST 1.0",
+            vector=FailureVector({}),
+        )
+    )
+    return {f"run{EVIL}": anns}, traces
+
+
+@pytest.fixture(scope="module")
+def html() -> str:
+    runs, traces = _runs()
+    human = [t for t in traces if t.format == "mad-human"]
+    return render_report(
+        runs,
+        traces=traces,
+        reference=mast.labels_of(human, "annotator_1"),
+        reference_name="annotator_1",
+        bootstrap=20,
+        title=f"report {EVIL}",
+    )
+
+
+def test_every_section_is_there(html: str) -> None:
+    for anchor in (*SECTIONS, "agreement"):
+        assert f'id="{anchor}"' in html, anchor
+    assert "Failures by reason" in html and "Outcome analysis" in html
+    assert "L2-penalized logistic regression" in html or "no regression" in html
+
+
+def test_trace_derived_text_is_escaped(html: str) -> None:
+    assert "<script" not in html.lower()  # not one script element: none of ours, none injected
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "&lt;img src=x onerror=" in html
+    assert "<b>loud</b>" not in html and "&lt;b&gt;loud&lt;/b&gt;" in html
+    assert "I will &lt;/pre&gt; repeat myself" in html  # cannot close the <pre> it sits in
+
+
+def test_figures_are_embedded_pngs(html: str) -> None:
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(images) >= 5
+    assert all(base64.b64decode(img).startswith(b"\x89PNG\r\n\x1a\n") for img in images)
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing loaded from elsewhere
+
+
+def test_flagged_modes_link_to_their_evidence_steps(html: str) -> None:
+    # The evil trace is the 8th record: its 1.3 finding cites s2.
+    assert 'href="#t8-m1.3"' in html and 'id="t8-m1.3"' in html
+    assert 'href="#t8-s2"' in html and 'id="t8-s2"' in html
+    block = html[html.index('id="t8-s2"') :]
+    assert "I will &lt;/pre&gt; repeat myself" in block[:2000]
+
+
+def test_failed_records_are_counted_with_their_reason(html: str) -> None:
+    assert "provider said &lt;script&gt;" in html
+    assert "record(s) with status &#39;error&#39;: lost" in html
+
+
+def test_outcome_section_says_why_it_is_skipped() -> None:
+    human = [t for t in mast.traces.datasets.example_traces() if t.format == "mad-human"]
+    judge = mast.Judge("heuristic")
+    page = render_report([judge.annotate(t) for t in human], traces=human, bootstrap=0)
+    assert "Outcomes need both failed and successful runs" in page
+    assert "unknown: 4" in page
+    without_traces = analysis.collect({"t1": {"1.1": True}})
+    assert "--traces" in str(_outcomes(without_traces, 0, 0).skipped)
+
+
+def test_several_runs_side_by_side_and_trace_statistics_per_run() -> None:
+    traces = [t for t in mast.traces.datasets.example_traces() if t.format == "ag2"]
+    judge = mast.Judge("heuristic")
+    anns = [judge.annotate(t) for t in traces]
+    page = render_report({"before": anns, "after": anns}, traces=traces, bootstrap=0)
+    assert "before: share of traces" in page and "after: share of traces" in page
+    # The same traces in two runs: outcomes are analysed run by run, never pooled.
+    assert "before: Per mode (odds ratio" in page and "after: Per mode (odds ratio" in page
+
+
+def _results_file(tmp_path: Path) -> Path:
+    path = tmp_path / "heuristic.jsonl"
+    judge = mast.Judge("heuristic")
+    with ResultsStore(path, fsync=False) as store:
+        for trace in mast.traces.datasets.example_traces():
+            store.append(judge.annotate(trace))
+    return path
+
+
+def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results_file(tmp_path)
+    examples = mast.traces.datasets.examples_path()
+    out = tmp_path / "out" / "report.html"
+    code = main(
+        [
+            "report",
+            str(results),
+            "--traces",
+            str(examples),
+            "--reference",
+            str(examples / "mad_human_sample.json"),
+            "--reference-annotator",
+            "annotator_2",
+            "--bootstrap",
+            "20",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    page = out.read_text(encoding="utf-8")
+    assert "Agreement with annotator_2" in page and 'id="outcomes"' in page
+    assert "report written to" in capsys.readouterr().out
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (optional)")
+def test_report_renders_in_headless_chromium(tmp_path: Path, html: str) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    browser = _chromium()
+    assert browser is not None
+    flags = [
+        *("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"),
+        *("--disable-component-update", "--disable-sync", "--no-first-run"),
+    ]
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    for anchor in (*SECTIONS, "agreement"):
+        assert f'id="{anchor}"' in dom, anchor
+    assert dom.count("<img") >= 5
+    assert "<script" not in dom.lower()  # the browser parsed the escaped text as text
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1280,2000", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_docstring_example_runs() -> None:
+    import doctest
+
+    import mast.analysis.report
+
+    result = doctest.testmod(mast.analysis.report, raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mast.cli import main
+
+
+def test_taxonomy_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["taxonomy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("MAST 1.0: 14 failure modes")
+    assert "3.2   No or Incomplete Verification" in out
+    assert len(out.strip().splitlines()) == 16
+
+
+def test_taxonomy_verbose_and_bad_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["taxonomy", "-v"]) == 0
+    assert "checking was possible" in capsys.readouterr().out
+    assert main(["taxonomy", str(tmp_path / "none.yaml")]) == 2
+    assert "cannot read taxonomy file" in capsys.readouterr().err
+
+
+def test_inspect_examples_and_bad_files(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:
+    assert main(["inspect"]) == 0
+    out = capsys.readouterr().out
+    assert "mad-human/4  [mad-human] system=MetaGPT" in out
+    assert out.strip().endswith("7 trace(s) loaded, 0 error(s)")
+    assert main(["inspect", str(fixtures / "bad" / "empty.json")]) == 1
+    assert "empty file" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    command = [sys.executable, "-m", "mast", "taxonomy", "-v"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        reader.stdout.close()  # the reader leaves before reading, like `| head -0`
+        err = reader.stderr.read().decode()
+        assert reader.wait(timeout=30) == 141
+    assert "BrokenPipe" not in err and "Traceback" not in err
+
+
+def test_console_script_entry_point() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mast", "--version"], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.startswith("mast ")

@@ -1,0 +1,142 @@
+"""ground(): step ids must exist and quotes must occur in the cited step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import mast
+from mast.judge.verdict import Evidence, Finding, Verdict, ground, parse_response
+from mast.traces.model import Step, StepKind, Trace
+
+CODES = ["1.3", "1.5", "2.5"]
+
+
+@pytest.fixture
+def trace(fixtures: Path) -> Trace:
+    return mast.load_trace(fixtures / "ag2" / "AG2_trace1.json")
+
+
+def _verdict(evidence: dict[str, list[Evidence]], present: bool | None = True) -> Verdict:
+    findings = [Finding(code=c, present=present, evidence=evidence.get(c, [])) for c in CODES]
+    return Verdict.from_findings(findings, codes=CODES, format="json")
+
+
+def test_real_quotes_ground_with_whitespace_and_case_differences(trace: Trace) -> None:
+    verdict = _verdict(
+        {
+            "1.5": [
+                Evidence(step_id="s3", quote="Continue.   Please keep SOLVING the problem"),
+                Evidence(step_id="s2", quote="this problem cannot be solved with the information"),
+            ],
+            # typographic quotes and an ellipsis that skips part of the step
+            "2.5": [Evidence(step_id="s4", quote="“What is the total length … Monica has?”")],
+        }
+    )
+    grounded = ground(verdict, trace)
+    assert [e.grounded for e in grounded.findings["1.5"].evidence] == [True, True]
+    assert grounded.findings["2.5"].evidence[0].grounded is True
+    assert grounded.findings["1.5"].grounded is True
+    assert grounded.ungrounded == []
+    assert not any(p.startswith("grounding") for p in grounded.problems)
+
+
+def test_unknown_step_and_invented_quote_are_flagged(trace: Trace) -> None:
+    verdict = _verdict(
+        {
+            "1.3": [
+                Evidence(step_id="s99", quote="Continue."),
+                Evidence(step_id="s3", quote="the proxy says it will stop now"),
+            ],
+            "1.5": [Evidence(step_id="s3", quote="Continue")],
+        }
+    )
+    grounded = ground(verdict, trace)
+    bad = grounded.findings["1.3"].evidence
+    assert [e.grounded for e in bad] == [False, False]
+    assert bad[0].problem is not None and "no step 's99'" in bad[0].problem
+    assert bad[1].problem is not None and "quote not found in s3" in bad[1].problem
+    # every cited item failed: the finding is visibly ungrounded, but its answer is kept
+    assert grounded.findings["1.3"].grounded is False
+    assert grounded.findings["1.3"].present is True
+    assert grounded.ungrounded == ["1.3"]
+    assert any("1.3 is judged present but none" in p for p in grounded.problems)
+    assert grounded.findings["1.5"].grounded is True
+    # the input is not modified
+    assert verdict.findings["1.3"].evidence[0].grounded is None
+
+
+def test_quote_from_another_step_is_not_grounded(trace: Trace) -> None:
+    # s10 holds the boxed answer; s2 does not
+    verdict = _verdict({"1.3": [Evidence(step_id="s2", quote="Data insufficient to solve")]})
+    assert ground(verdict, trace).findings["1.3"].evidence[0].grounded is False
+    verdict = _verdict({"1.3": [Evidence(step_id="s10", quote="Data insufficient to solve")]})
+    assert ground(verdict, trace).findings["1.3"].evidence[0].grounded is True
+
+
+def test_drop_ungrounded_moves_items_but_keeps_them_visible(trace: Trace) -> None:
+    verdict = _verdict(
+        {
+            "1.3": [Evidence(step_id="s42")],
+            "1.5": [Evidence(step_id="s5", quote="Continue."), Evidence(step_id="s0")],
+        }
+    )
+    grounded = ground(verdict, trace, drop_ungrounded=True)
+    assert grounded.findings["1.3"].evidence == []
+    assert [e.step_id for e in grounded.findings["1.3"].dropped] == ["s42"]
+    assert grounded.findings["1.3"].grounded is False
+    assert [e.step_id for e in grounded.findings["1.5"].evidence] == ["s5"]
+    assert grounded.findings["1.5"].grounded is True
+    # grounding again is stable (no duplicate notes, dropped stays dropped)
+    again = ground(grounded, trace, drop_ungrounded=True)
+    assert again.problems == grounded.problems
+    assert again.findings == grounded.findings
+
+
+def test_step_id_forms_and_ranges(trace: Trace) -> None:
+    verdict = _verdict(
+        {
+            "1.5": [
+                Evidence(step_id="3", quote="keep solving"),
+                Evidence(step_id="[S5]"),
+                Evidence(step_id="s4-s6", quote="It can't be solved with current data."),
+                Evidence(step_id="s3-s5", quote="It can't be solved with current data."),
+                Evidence(step_id="s9-s12"),
+            ]
+        }
+    )
+    evidence = ground(verdict, trace).findings["1.5"].evidence
+    assert [e.step_id for e in evidence] == ["s3", "s5", "s4-s6", "s3-s5", "s9-s12"]
+    assert [e.grounded for e in evidence] == [True, True, True, False, False]
+
+
+def test_no_evidence_means_grounding_unknown(trace: Trace) -> None:
+    grounded = ground(_verdict({}, present=False), trace)
+    assert all(f.grounded is None for f in grounded.findings.values())
+
+
+def test_tool_arguments_are_searched() -> None:
+    trace = Trace(
+        id="tools",
+        steps=[
+            Step.make(
+                0, "", kind=StepKind.TOOL_CALL, tool_name="bash", tool_args={"cmd": "rm -rf build"}
+            ),
+            Step.make(1, "removed", kind=StepKind.TOOL_RESULT),
+        ],
+    )
+    verdict = _verdict({"1.3": [Evidence(step_id="s1", quote='"cmd": "rm -rf build"')]})
+    assert ground(verdict, trace).findings["1.3"].evidence[0].grounded is True
+
+
+def test_grounding_a_parsed_text_answer(trace: Trace) -> None:
+    text = (
+        "C.\n1.3 Step Repetition: no\n"
+        "1.5 Unaware of Termination Conditions: yes - the proxy keeps asking in [s3] and [s5]\n"
+        "2.5 Ignored Other Agent's Input: yes - see s4 and s40\n"
+    )
+    grounded = ground(parse_response(text), trace)
+    assert grounded.findings["1.5"].grounded is True
+    assert [e.grounded for e in grounded.findings["2.5"].evidence] == [True, False]
+    assert grounded.findings["2.5"].grounded is True
