@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from mast.traces.segment import Segmentation, SegmentationWarning, segment
 from mast.traces.model import StepKind
+from mast.traces.segment import Segmentation, SegmentationWarning, segment
 
 DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "mad_frameworks"
 

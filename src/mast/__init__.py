@@ -35,18 +35,13 @@ from mast.errors import (
 )
 from mast.judge.annotation import Annotation
 from mast.judge.fewshot import FewShotExample, load_examples, select_examples
+from mast.judge.grounding import ground
 from mast.judge.heuristic import heuristic_verdict
 from mast.judge.judge import Judge
+from mast.judge.parse import parse_response
 from mast.judge.redact import Redactor
 from mast.judge.usage import Usage
-from mast.judge.verdict import (
-    Evidence,
-    Finding,
-    Verdict,
-    ground,
-    parse_response,
-    verdict_json_schema,
-)
+from mast.judge.verdict import Evidence, Finding, Verdict, verdict_json_schema
 from mast.taxonomy import (
     FailureMode,
     LabelVersion,

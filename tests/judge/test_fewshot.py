@@ -18,7 +18,8 @@ from mast.judge.fewshot import (
     load_examples,
     select_examples,
 )
-from mast.judge.verdict import example_answer, parse_response
+from mast.judge.parse import parse_response
+from mast.judge.verdict import example_answer
 from mast.taxonomy import load_taxonomy
 
 CODES = load_taxonomy().codes
@@ -73,7 +74,7 @@ def test_gold_answer_round_trips_through_the_parser(example: FewShotExample) -> 
         notes=example.notes,
         task_completed=example.task_completed,
     )
-    verdict = mast.judge.verdict.ground(parse_response(json.dumps(answer)), example.to_trace())
+    verdict = mast.judge.grounding.ground(parse_response(json.dumps(answer)), example.to_trace())
     assert verdict.vector.to_dict() == example.labels
     assert verdict.task_completed is example.task_completed
     for code, refs in example.evidence.items():

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 import mast
-from mast.judge.verdict import Evidence, Finding, Verdict, ground, parse_response
+from mast.judge.grounding import ground
+from mast.judge.parse import parse_response
+from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.traces.model import Step, StepKind, Trace
 
 CODES = ["1.3", "1.5", "2.5"]

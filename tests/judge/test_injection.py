@@ -26,11 +26,11 @@ from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.errors import VerdictParseError
 from mast.judge.fewshot import load_examples
 from mast.judge.judge import Judge
+from mast.judge.parse import parse_response
 from mast.judge.prompts import Prompt, render, step_header, step_text
 from mast.judge.providers import CallConfig
 from mast.judge.providers.anthropic import AnthropicProvider
 from mast.judge.providers.openai import OpenAIProvider
-from mast.judge.verdict import parse_response
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Step, Trace

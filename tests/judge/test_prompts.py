@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mast.judge.fewshot import load_examples
+from mast.judge.parse import parse_response
 from mast.judge.prompts import (
     Prompt,
     WindowInfo,
@@ -19,7 +20,6 @@ from mast.judge.prompts import (
     render_system,
     step_header,
 )
-from mast.judge.verdict import parse_response
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Step, Trace

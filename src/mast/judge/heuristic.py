@@ -68,7 +68,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mast.judge.verdict import Evidence, Finding, Verdict, ground
+from mast.judge.grounding import ground
+from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, StepKind, Trace
 

@@ -42,6 +42,8 @@ from mast.errors import (
 )
 from mast.judge.annotation import Annotation, Status
 from mast.judge.fewshot import FewShotExample, load_examples, select_examples
+from mast.judge.grounding import ground
+from mast.judge.parse import parse_response
 from mast.judge.pricing import PricesLike, PriceTable, price_table
 from mast.judge.prompts import (
     CHARS_PER_TOKEN,
@@ -58,7 +60,7 @@ from mast.judge.providers import parse_model as _parse_model
 from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
 from mast.judge.redact import Redactor
 from mast.judge.usage import Usage
-from mast.judge.verdict import Verdict, ground, parse_response, verdict_json_schema
+from mast.judge.verdict import Verdict, verdict_json_schema
 from mast.judge.windows import CARRY_OVER_MAX_CHARS, WindowResult, carry_over, merge, plan_windows
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector, Trace
