@@ -40,7 +40,15 @@ from mast.errors import MastError
 from mast.judge.providers import Completion
 from mast.judge.usage import Usage
 
-__all__ = ["CACHE_FILE", "CachedResponse", "ResponseCache", "cache_key", "default_cache_dir"]
+__all__ = [
+    "CACHE_FILE",
+    "CacheLike",
+    "CachedResponse",
+    "ResponseCache",
+    "cache_key",
+    "default_cache_dir",
+    "open_cache",
+]
 
 CACHE_FILE = "responses.sqlite"
 """File name of the cache inside its directory."""
@@ -238,3 +246,17 @@ class ResponseCache:
         """Forget one entry."""
         self._db.execute("DELETE FROM responses WHERE key = ?", (key,))
         self._db.commit()
+
+
+CacheLike = ResponseCache | str | Path | bool | None
+
+
+def open_cache(cache: CacheLike) -> tuple[ResponseCache | None, bool]:
+    """``(cache, whether we opened it and must close it)`` for a ``cache=`` argument."""
+    if cache is None or cache is False:
+        return None, False
+    if isinstance(cache, ResponseCache):
+        return cache, False
+    if cache is True:
+        return ResponseCache(), True
+    return ResponseCache(cache), True

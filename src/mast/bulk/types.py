@@ -1,0 +1,156 @@
+"""Value types of a bulk run: the resume key (:func:`config_hash`), :class:`RetryPolicy`,
+:class:`RunSummary` and the returned :class:`AnnotationRun`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mast.bulk.progress import format_duration
+from mast.judge.annotation import Annotation
+from mast.judge.judge import Judge
+
+# Settings that do not change an answer: left out of the resume key.
+_NOT_IN_CONFIG_HASH = ("mast_version", "base_url")
+
+
+def config_hash(judge: Judge) -> str:
+    """Hash of the judge settings that can change an answer (16 hex digits).
+
+    Records are keyed by ``(trace_id, config_hash)``: the same command resumes, another
+    model or prompt setup writes new records beside the old ones.
+
+    >>> config_hash(Judge("heuristic")) == config_hash(Judge("heuristic"))
+    True
+    """
+    info = {k: v for k, v in judge.describe().items() if k not in _NOT_IN_CONFIG_HASH}
+    text = json.dumps(info, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How failed calls are retried: up to ``max_attempts`` calls in all, waiting
+    ``base_delay · 2^n`` (capped at ``max_delay``) with jitter in between, or what the
+    provider's ``Retry-After`` asks (up to ``max_retry_after``; longer waits fail).
+
+    >>> policy = RetryPolicy(base_delay=1.0, max_delay=8.0)
+    >>> 2.0 <= policy.delay(2, None, random.Random(0)) <= 4.0
+    True
+    >>> policy.delay(0, 30.0, random.Random(0)) >= 30.0
+    True
+    """
+
+    max_attempts: int = 6
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_retry_after: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise ValueError("retry delays must not be negative")
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
+        backoff = min(self.max_delay, self.base_delay * (2**attempt))
+        # "Equal jitter": at least half the backoff, so retries really back off, and a
+        # random other half, so workers that failed together do not retry together.
+        jittered = backoff / 2 + rng.uniform(0, backoff / 2)
+        if retry_after is not None:
+            # The server knows best; a little jitter on top keeps workers apart.
+            return float(retry_after + rng.uniform(0, min(1.0, 0.1 * retry_after + 0.05)))
+        return float(jittered)
+
+
+@dataclass
+class RunSummary:
+    """What a run did. ``str(summary)`` (or :meth:`format`) is the CLI's final summary."""
+
+    total: int = 0
+    """Distinct traces in the input (duplicates of an id are counted once)."""
+    done: int = 0
+    """Traces annotated in this run with status ``"ok"``."""
+    failed: Counter[str] = field(default_factory=Counter)
+    """Traces recorded with an error or parse error in this run, by reason."""
+    cached: int = 0
+    """Records of this run made entirely from cached answers (cost 0)."""
+    resumed: int = 0
+    """Traces skipped because the results file already had them."""
+    not_attempted: list[str] = field(default_factory=list)
+    """Ids of traces left when the run stopped early (not written as errors)."""
+    duplicates: list[str] = field(default_factory=list)
+    """Trace ids seen more than once in the input (annotated once)."""
+    calls: int = 0
+    """Provider calls made (retries included; cache hits and batch items excluded)."""
+    retries: int = 0
+    """Of those, calls that were retries."""
+    batch_items: int = 0
+    """Requests answered through provider batch jobs."""
+    batches: list[str] = field(default_factory=list)
+    """Ids of the batch jobs used."""
+    cost_usd: float = 0.0
+    """Cost charged to this run's records (cache hits are free)."""
+    cost_unknown: int = 0
+    """Records whose cost could not be computed (no price or no usage reported)."""
+    elapsed_s: float = 0.0
+    stopped: str | None = None
+    """Why the run stopped early: ``"auth"``, ``"budget"`` or None."""
+    stop_message: str | None = None
+
+    @property
+    def failed_total(self) -> int:
+        """Traces recorded as failed in this run."""
+        return sum(self.failed.values())
+
+    def format(self) -> str:
+        """A short multi-line summary for people."""
+        lines = [
+            f"{self.total} trace(s): {self.done} annotated, {self.failed_total} failed, "
+            f"{self.resumed} already done, {len(self.not_attempted)} not attempted"
+        ]
+        if self.failed:
+            reasons = ", ".join(f"{k} {v}" for k, v in self.failed.most_common())
+            lines.append(f"failed by reason: {reasons}")
+        extra = f" ({self.retries} retries)" if self.retries else ""
+        lines.append(
+            f"{self.calls} provider call(s){extra}, {self.cached} record(s) from cache"
+            + (f", {self.batch_items} batch item(s)" if self.batch_items else "")
+        )
+        cost = f"cost ${self.cost_usd:.4f}"
+        if self.cost_unknown:
+            cost += f" (+ {self.cost_unknown} record(s) of unknown cost)"
+        lines.append(f"{cost}, time {format_duration(self.elapsed_s)}")
+        if self.duplicates:
+            shown = ", ".join(self.duplicates[:5]) + (" …" if len(self.duplicates) > 5 else "")
+            lines.append(f"{len(self.duplicates)} duplicate trace id(s) skipped: {shown}")
+        if self.stopped:
+            lines.append(f"stopped early ({self.stopped}): {self.stop_message}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class AnnotationRun(list[Annotation]):
+    """The annotations of a run, in input order, with its :class:`RunSummary`.
+
+    Holds one annotation per distinct input trace that has a record (made now or resumed
+    from the results file); traces not attempted after an early stop are listed in
+    ``summary.not_attempted`` instead.
+    """
+
+    def __init__(self, items: Iterable[Annotation] = (), *, summary: RunSummary | None = None):
+        super().__init__(items)
+        self.summary = summary or RunSummary()
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the run stopped early (None if it did not)."""
+        return self.summary.stopped
