@@ -28,6 +28,8 @@ from sklearn.metrics import (
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
+import mast.agree.metrics_base
+import mast.agree.multirater
 from mast.agree import stats
 from mast.agree.stats import (
     ConfusionCounts,
@@ -709,6 +711,9 @@ def test_outputs_are_python_floats() -> None:
 def test_docstring_examples() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = doctest.testmod(stats, raise_on_error=False)
-    assert result.attempted >= 20
-    assert result.failed == 0
+        results = [
+            doctest.testmod(module, raise_on_error=False)
+            for module in (stats, mast.agree.metrics_base, mast.agree.multirater)
+        ]
+    assert sum(r.attempted for r in results) >= 20
+    assert sum(r.failed for r in results) == 0
