@@ -38,7 +38,6 @@ from mast.agree.base import (
     POOLED,
     VERIFICATION,
     CiMethod,
-    Exclusions,
     _as_labels,
     _bootstrap_frame,
     _check_options,
@@ -49,10 +48,10 @@ from mast.agree.base import (
     _Report,
     _select_modes,
     _set_kappa,
-    _table_exclusions,
     _taxonomy,
     _Undefined,
 )
+from mast.agree.exclusions import Exclusions, _table_exclusions
 from mast.agree.render import ci_text, num
 from mast.agree.resample import binary_metrics
 from mast.agree.table import LabelSet, labels_of, natural_key, to_table

@@ -21,7 +21,6 @@ from mast.agree.base import (
     POOLED,
     VERIFICATION,
     CiMethod,
-    Exclusions,
     Tie,
     _as_labels,
     _bootstrap_frame,
@@ -33,10 +32,10 @@ from mast.agree.base import (
     _Report,
     _select_modes,
     _set_kappa,
-    _table_exclusions,
     _taxonomy,
     _Undefined,
 )
+from mast.agree.exclusions import Exclusions, _table_exclusions
 from mast.agree.render import ci_text, num, table
 from mast.agree.resample import binary_metrics, multi_features, multi_metrics
 from mast.agree.table import UNKNOWN, LabelTable, labels_of, natural_key, to_table
