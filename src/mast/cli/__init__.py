@@ -59,7 +59,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from mast import __version__
+    from mast._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="mast", description="Annotate agent traces with MAST failure modes."
@@ -86,10 +86,10 @@ def _extra_commands() -> list[
     Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]
 ]:
     """Subcommands that live with their feature register themselves through this list."""
-    from mast.analysis.report import register as register_report
     from mast.cli.agree import register as register_agree
     from mast.cli.annotate import register as register_annotate
     from mast.cli.demo import register as register_demo
+    from mast.cli.report import register as register_report
 
     return [register_agree, register_annotate, register_demo, register_report]
 
