@@ -7,20 +7,24 @@ the matching rule and scores live in :mod:`mast.traces.itbench`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from mast.errors import GroundTruthError, TraceFormatError
-from mast.traces.itbench import (
+from mast.traces.itbench_scoring import (
     DiagnosisScore,
     GroundTruth,
+    SuccessRule,
+    _success,
     diagnosis_file,
     find_ground_truth,
+    find_runs,
     load_ground_truth,
     read_diagnosis,
     score_diagnosis,
 )
+from mast.traces.loaders._files import _read_file
 from mast.traces.loaders._session import dedupe_instructions, sniff_session
 from mast.traces.model import Outcome, Step, StepKind, Trace
 
@@ -58,8 +62,6 @@ def build_run(
     rule_name: str,
 ) -> Trace:
     """Load one trial folder (see :func:`mast.traces.itbench.load_run`)."""
-    from mast.traces.loaders import _read_file  # the loaders package imports this module
-
     if not folder.is_dir():
         raise TraceFormatError("not a folder", path=folder, format="itbench")
     sessions: list[Trace] = []
@@ -230,3 +232,32 @@ def _merge(sessions: list[Trace]) -> tuple[list[Step], dict[str, int]]:
         "total": replaced + counts["count"] + dropped,
         "chars_removed": chars,
     }
+
+
+def load_run(
+    folder: str | Path,
+    *,
+    ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None = None,
+    success: SuccessRule = "recall",
+) -> Trace:
+    """Load one ITBench trial folder as a trace whose outcome comes from the ground truth.
+
+    The session files in the folder (Codex rollouts, ``session.jsonl``, ``codex exec --json``
+    captures, Claude Code sessions) become the steps, in time order, with repeated
+    instructions replaced by references. ``ground_truth`` overrides the file found beside
+    the run. A missing or unreadable diagnosis makes the outcome ``"failure"``; missing
+    ground truth leaves it ``"unknown"``; ``metadata["outcome_reason"]`` says why.
+    """
+    rule, description = _success(success)
+    return build_run(Path(folder), ground_truth=ground_truth, success=rule, rule_name=description)
+
+
+def load_runs(
+    root: str | Path,
+    *,
+    ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None = None,
+    success: SuccessRule = "recall",
+) -> Iterator[Trace]:
+    """Load every trial folder under ``root`` (see :func:`load_run`)."""
+    for folder in find_runs(root):
+        yield load_run(folder, ground_truth=ground_truth, success=success)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,9 +110,27 @@ def _is_claude(v: dict[str, Any]) -> bool:
     return "uuid" in v and ("sessionId" in v or "parentUuid" in v)
 
 
-def _is_otel(v: dict[str, Any]) -> bool:
-    from mast.traces.loaders._otel import is_span_record
+def is_span_record(value: object) -> bool:
+    """True for a flat span record (SDK ``to_json`` shape or camelCase/snake_case ids)."""
+    if not isinstance(value, Mapping) or "name" not in value:
+        return False
+    context = value.get("context")
+    if isinstance(context, Mapping) and "trace_id" in context and "span_id" in context:
+        return True
+    has_trace = "traceId" in value or "trace_id" in value
+    return has_trace and ("spanId" in value or "span_id" in value)
 
+
+def is_document(value: object) -> bool:
+    """True for a parsed OTLP trace document or a list of span records."""
+    if isinstance(value, Mapping):
+        return "resourceSpans" in value or "resource_spans" in value or is_span_record(value)
+    if isinstance(value, list):
+        return bool(value) and all(is_span_record(v) or is_document(v) for v in value[:5])
+    return False
+
+
+def _is_otel(v: dict[str, Any]) -> bool:
     return "resourceSpans" in v or is_span_record(v)
 
 

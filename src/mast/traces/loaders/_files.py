@@ -1,0 +1,363 @@
+"""Read one file as traces: detect its format from the content and stream its records.
+
+Each reader yields traces and, in place of a record it cannot read, the
+:class:`~mast.errors.TraceFormatError` saying where and why, so the caller decides whether one
+bad record stops the rest (``on_error``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import ijson
+
+from mast.errors import TraceFormatError
+from mast.traces.loaders import _claude_code, _codex, _otel
+from mast.traces.loaders._nanjson import JSONTooDeep, NanToNullReader
+from mast.traces.loaders._records import CONVERTERS, classify
+from mast.traces.loaders._session import (
+    Line,
+    is_document,
+    is_span_record,
+    read_documents,
+    read_lines,
+    sniff_session,
+)
+from mast.traces.model import Trace
+from mast.traces.segment import segment
+
+_FORMATS: dict[str, str] = {
+    "mad-full": "MAST-Data full dataset: JSON array (or one record) with 'mast_annotation'",
+    "mad-human": "MAST-Data human-labelled dataset: JSON array with 'annotations' per record",
+    "ag2": "AG2 run JSON: 'trajectory' [{content, role, name}] (the 'note' becomes labels)",
+    "whoandwhen": "Who&When JSON: 'history' with 'mistake_agent' / 'mistake_step'",
+    "chat": "OpenAI-style chat messages: a list, {'messages': [...]}, or JSONL of messages",
+    "mast": "a Trace written by mast (Trace.model_dump_json())",
+    "otel": "OpenTelemetry spans (OTLP JSON or span records, GenAI or OpenInference "
+    "attributes): one trace per trace id",
+    "codex": "Codex CLI session JSONL (rollout-*.jsonl, session.jsonl): one trace per file",
+    "codex-exec": "`codex exec --json` event stream (JSONL, stderr lines allowed): one trace",
+    "claude-code": "Claude Code session JSONL (~/.claude/projects/…): one trace per file",
+    "itbench": "ITBench SRE trial folder <incident>/<trial>/ with sessions, agent_output.json "
+    "and ground truth: one trace with a scored outcome",
+    "jsonl": "JSON Lines, one trace per line in any of the JSON shapes above",
+    "text": "plain text log: split into steps where a framework segmenter applies",
+}
+
+# Shapes one JSON record can have (listed when a record has none of them).
+_RECORD_FORMATS = ("mad-full", "mad-human", "ag2", "whoandwhen", "chat", "mast", "otel")
+
+# Formats whose files are the events of one run: converted whole, not record by record.
+_SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {
+    "otel": _otel.convert,
+    "codex": _codex.rollout,
+    "codex-exec": _codex.exec_stream,
+    "claude-code": _claude_code.session,
+}
+
+_SNIFF_BYTES = 64 * 1024
+
+
+def _read_file(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
+    if format != "auto" and format not in _FORMATS:
+        raise ValueError(f"unknown format {format!r}; use 'auto' or one of {sorted(_FORMATS)}")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError as exc:
+        yield TraceFormatError(f"cannot read file: {exc.strerror or exc}", path=path, format=format)
+        return
+    problem = _unreadable(head)
+    if problem:
+        yield TraceFormatError(
+            problem,
+            path=path,
+            format=format,
+            expected="a UTF-8 text file (JSON, JSON Lines or a plain-text log)",
+        )
+        return
+    if format == "itbench":
+        yield TraceFormatError(
+            "format 'itbench' reads trial folders, not files", path=path, format=format
+        )
+        return
+    if format == "auto":
+        kind = sniff_session(head, whole_file=len(head) < _SNIFF_BYTES) or _sniff(head)
+    else:
+        kind = format
+    if kind in _SESSION_CONVERTERS:
+        yield from _read_session(path, kind)
+        return
+    try:
+        if kind == "text":
+            yield _tag(_read_text(path), path, "text", None)
+        elif kind == "jsonl" or (kind == "chat" and _looks_like_jsonl(head)):
+            yield from _read_jsonl(path, format)
+        else:
+            yield from _read_json(path, format if format != "auto" else None, head)
+    except TraceFormatError as exc:
+        yield _locate(exc, path, format)
+
+
+def _unreadable(head: bytes) -> str | None:
+    if not head.strip():
+        return "empty file"
+    if b"\x00" in head:
+        return "binary file (contains NUL bytes)"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a multi-byte character cut by the sniff size
+            return f"not UTF-8 text (invalid byte at offset {exc.start})"
+    return None
+
+
+def _sniff(head: bytes) -> str:
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    # A log whose lines start with "[2025-03-02 10:14:03]" or "[INFO]" is text: a JSON
+    # array opens with an object, an array or a string, or is empty.
+    if stripped[:1] == b"{" or (
+        stripped[:1] == b"[" and stripped[1:].lstrip(b" \t\r\n")[:1] in (b"{", b"[", b"]", b'"')
+    ):
+        return "jsonl" if _looks_like_jsonl(head) else "json"
+    return "text"
+
+
+def _looks_like_jsonl(head: bytes) -> bool:
+    lines = [line for line in head.splitlines() if line.strip()]
+    if len(lines) < 2 or not lines[0].lstrip().startswith(b"{"):
+        return False
+    try:
+        json.loads(lines[0])
+    except (ValueError, RecursionError):
+        return False
+    return lines[1].lstrip().startswith(b"{")
+
+
+def _read_text(path: Path) -> Trace:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    seg = segment(text)
+    return Trace(
+        id=path.stem,
+        task=seg.task,
+        steps=seg.steps,
+        segmented=seg.segmented,
+        system=seg.framework,
+        metadata={
+            **({"segmentation": seg.reason} if seg.reason else {}),
+            **({"segmentation_info": seg.metadata} if seg.metadata else {}),
+        },
+    )
+
+
+def _read_jsonl(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
+    """JSON Lines: either one chat message per line (one trace) or one trace per line."""
+    with path.open("r", encoding="utf-8", errors="replace") as lines:
+        numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    records: list[tuple[int, Any]] = []
+    for n, line in numbered:
+        try:
+            records.append((n, json.loads(line)))
+        except (ValueError, RecursionError) as exc:
+            records.append(
+                (
+                    n,
+                    TraceFormatError(
+                        f"line is not valid JSON ({exc})",
+                        path=path,
+                        location=f"line {n}",
+                        format="jsonl",
+                        expected="one JSON object per line",
+                    ),
+                )
+            )
+    parsed = [r for _, r in records if not isinstance(r, TraceFormatError)]
+    if parsed and all(classify(r) is None and isinstance(r, dict) and "role" in r for r in parsed):
+        bad = [r for _, r in records if isinstance(r, TraceFormatError)]
+        if bad:
+            yield from bad  # a broken message line would silently change the conversation
+            return
+        yield _tag(CONVERTERS["chat"](parsed), path, "chat", None)
+        return
+    for n, record in records:
+        if isinstance(record, TraceFormatError):
+            yield record
+            continue
+        yield _convert(record, None if format in ("auto", "jsonl") else format, path, f"line {n}")
+
+
+def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | TraceFormatError]:
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if stripped[:1] == b"[":
+        yield from _stream_array(path, format)
+        return
+    with path.open("rb") as handle:
+        try:
+            record = json.loads(handle.read().decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            if format in (None, "otel") and "Extra data" in str(exc) and _concatenated_spans(path):
+                yield from _read_session(path, "otel")  # ConsoleSpanExporter output
+                return
+            yield TraceFormatError(
+                f"not valid JSON ({exc})",
+                path=path,
+                format=format or "auto",
+                expected="a JSON object",
+            )
+            return
+    if format is None and classify(record) is None and is_document(record):
+        yield from _convert_session([(1, record)], path, "otel")
+        return
+    yield _convert(record, format, path, None)
+
+
+def _concatenated_spans(path: Path) -> bool:
+    try:
+        first = next(read_documents(path.read_text(encoding="utf-8-sig", errors="replace")))
+    except (ValueError, RecursionError, StopIteration):
+        return False
+    return is_document(first)
+
+
+def _read_session(path: Path, kind: str) -> Iterator[Trace | TraceFormatError]:
+    """A session-shaped file: all its lines (or, for spans, its JSON documents) at once."""
+    lines = read_lines(path)
+    if kind == "otel" and not any(isinstance(v, (dict, list)) for _, v in lines):
+        # Not JSON Lines: one pretty-printed document, or several written one after another.
+        try:
+            text = path.read_text(encoding="utf-8-sig", errors="replace")
+            lines = [(1, value) for value in read_documents(text)]
+        except (ValueError, RecursionError) as exc:
+            yield TraceFormatError(
+                f"not valid JSON ({exc})", path=path, format=kind, expected=_FORMATS[kind]
+            )
+            return
+    yield from _convert_session(lines, path, kind)
+
+
+def _convert_session(
+    lines: list[Line], path: Path, kind: str
+) -> Iterator[Trace | TraceFormatError]:
+    try:
+        traces = _SESSION_CONVERTERS[kind](lines)
+    except TraceFormatError as exc:
+        yield _locate(exc, path, kind)
+        return
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        yield TraceFormatError(
+            f"file does not fit the {kind} shape ({type(exc).__name__}: {exc})",
+            path=path,
+            format=kind,
+            expected=_FORMATS[kind],
+        )
+        return
+    for trace in traces:
+        yield _tag(trace, path, kind, f"trace {trace.id}" if len(traces) > 1 else None)
+
+
+def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceFormatError]:
+    with path.open("rb") as raw:
+        reader: BinaryIO = NanToNullReader(raw)  # type: ignore[assignment]
+        first = True
+        index = -1
+        try:
+            # Inside the try: ijson reads the first chunk as soon as it is created.
+            items = ijson.items(reader, "item", use_float=True)
+            for index, record in enumerate(items):
+                if (
+                    first
+                    and format is None
+                    and classify(record) is None
+                    and (is_span_record(record) or is_document(record))
+                ):
+                    yield from _read_session(path, "otel")  # a JSON array of spans
+                    return
+                if first and _is_message_list_start(record) and format in (None, "chat"):
+                    # A bare list of chat messages is one trace, not one trace per item.
+                    yield from _read_message_array(path)
+                    return
+                first = False
+                yield _convert(record, format, path, f"record {index}")
+        except (ijson.JSONError, JSONTooDeep) as exc:
+            yield TraceFormatError(
+                f"not valid JSON after record {index} ({exc})".replace("\n", " "),
+                path=path,
+                location=f"record {index + 1}",
+                format=format or "auto",
+                expected="a JSON array of records",
+            )
+    if first and index < 0:
+        yield TraceFormatError(
+            "empty JSON array", path=path, format=format or "auto", expected="at least one record"
+        )
+
+
+def _is_message_list_start(record: Any) -> bool:
+    return isinstance(record, dict) and "role" in record and classify(record) is None
+
+
+def _read_message_array(path: Path) -> Iterator[Trace | TraceFormatError]:
+    with path.open("rb") as raw:
+        try:
+            messages = json.loads(NanToNullReader(raw).read())
+        except (ValueError, RecursionError) as exc:
+            yield TraceFormatError(
+                f"not valid JSON ({exc})", path=path, format="chat", expected=_FORMATS["chat"]
+            )
+            return
+    yield _convert(messages, "chat", path, None)
+
+
+def _convert(
+    record: Any, format: str | None, path: Path, location: str | None
+) -> Trace | TraceFormatError:
+    shape = format or classify(record)
+    if shape is None:
+        keys = sorted(record)[:12] if isinstance(record, dict) else type(record).__name__
+        return TraceFormatError(
+            f"unknown trace shape (found {keys})",
+            path=path,
+            location=location,
+            format="auto",
+            expected="one of: "
+            + "; ".join(f"{k}: {v}" for k, v in _FORMATS.items() if k in _RECORD_FORMATS),
+            hint="Name the format with format=... or convert the file to chat messages",
+        )
+    try:
+        trace = CONVERTERS[shape](record)
+    except TraceFormatError as exc:
+        return _locate(exc, path, shape, location)
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        return TraceFormatError(
+            f"record does not fit the {shape} shape ({type(exc).__name__}: {exc})",
+            path=path,
+            location=location,
+            format=shape,
+            expected=_FORMATS.get(shape),
+        )
+    return _tag(trace, path, shape, location)
+
+
+def _tag(trace: Trace, path: Path, shape: str, location: str | None) -> Trace:
+    """Record where a trace came from, and give id-less traces one derived from the file."""
+    trace.source = f"{path}#{location}" if location else str(path)
+    trace.format = shape
+    if not trace.id:
+        trace.id = path.stem if location is None else f"{path.stem}:{location.split()[-1]}"
+    return trace
+
+
+def _locate(
+    exc: TraceFormatError, path: Path, format: str, location: str | None = None
+) -> TraceFormatError:
+    return TraceFormatError(
+        exc.problem,
+        path=exc.path or path,
+        location=exc.location or location,
+        format=exc.format or format,
+        expected=exc.expected,
+        hint=exc.hint,
+    )
