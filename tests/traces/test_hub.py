@@ -33,7 +33,7 @@ from mast.errors import (
     DatasetUnavailableError,
     MissingDependencyError,
 )
-from mast.traces import datasets
+from mast.traces import catalog, datasets
 from mast.traces.datasets import (
     DatasetLicenseWarning,
     DatasetRevisionWarning,
@@ -554,11 +554,11 @@ def test_local_file_is_recognised_by_digest_and_a_superseded_one_warns(
     full = datasets.info("mad-full")
     old = dataclasses.replace(full.releases[1], files={"MAD_full_dataset.json": sha})
     monkeypatch.setitem(
-        datasets._CATALOG, "mad-full", dataclasses.replace(full, releases=(full.releases[0], old))
+        catalog._CATALOG, "mad-full", dataclasses.replace(full, releases=(full.releases[0], old))
     )
     with pytest.warns(DatasetRevisionWarning, match="not comparable"):
         (trace,) = mast.traces.datasets.load_mad(path)
-    assert trace.metadata["dataset"]["revision"] == datasets.MAD_OLD_REVISION
+    assert trace.metadata["dataset"]["revision"] == catalog.MAD_OLD_REVISION
     assert trace.metadata["dataset"]["checksum"] == "verified"
 
 

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import ijson
 
 from mast.errors import TraceFormatError
-from mast.traces.loaders import _claude_code, _codex, _otel
+from mast.traces.loaders import _claude_code, _codex, _codex_exec, _otel
 from mast.traces.loaders._nanjson import JSONTooDeep, NanToNullReader
 from mast.traces.loaders._records import CONVERTERS, classify
 from mast.traces.loaders._session import (
@@ -54,7 +54,7 @@ _RECORD_FORMATS = ("mad-full", "mad-human", "ag2", "whoandwhen", "chat", "mast",
 _SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {
     "otel": _otel.convert,
     "codex": _codex.rollout,
-    "codex-exec": _codex.exec_stream,
+    "codex-exec": _codex_exec.exec_stream,
     "claude-code": _claude_code.session,
 }
 
