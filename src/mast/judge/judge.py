@@ -28,7 +28,6 @@ import math
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,15 +39,23 @@ from mast.errors import (
     ProviderError,
     VerdictParseError,
 )
-from mast.judge.annotation import Annotation, Status
+from mast.judge.annotation import Annotation
+from mast.judge.budget import (
+    _DEFAULT_OUTPUT,
+    _MIN_CHARS_PER_TOKEN,
+    _REASONING_OUTPUT,
+    _SAFETY,
+    DEFAULT_CONTEXT_TOKENS,
+    context_window,
+)
 from mast.judge.fewshot import FewShotExample, load_examples, select_examples
 from mast.judge.grounding import ground
+from mast.judge.leak import _is_excerpt_of, _normalized_text
 from mast.judge.parse import parse_response
 from mast.judge.pricing import PricesLike, PriceTable, price_table
 from mast.judge.prompts import (
     CHARS_PER_TOKEN,
     Prompt,
-    WindowInfo,
     render,
     render_repair,
     render_system,
@@ -61,7 +68,7 @@ from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_T
 from mast.judge.redact import Redactor
 from mast.judge.usage import Usage
 from mast.judge.verdict import Verdict, verdict_json_schema
-from mast.judge.windows import CARRY_OVER_MAX_CHARS, WindowResult, carry_over, merge, plan_windows
+from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector, Trace
 
@@ -82,49 +89,7 @@ _CALL_HOOK: contextvars.ContextVar[CallHook | None] = contextvars.ContextVar(
     "mast_call_hook", default=None
 )
 
-DEFAULT_CONTEXT_TOKENS = 128_000
 """Context budget assumed for models not in the table below."""
-
-# Longest matching prefix wins. Input-side limits, conservative where providers offer larger
-# windows only in beta or at a surcharge. Pass context_tokens= to override.
-_CONTEXT_WINDOWS: dict[str, int] = {
-    "openai/gpt-4o": 128_000,
-    "openai/gpt-4.1": 1_000_000,
-    "openai/o1": 200_000,
-    "openai/o3": 200_000,
-    "openai/o4": 200_000,
-    "openai/gpt-5": 272_000,
-    "anthropic/claude-3": 200_000,
-    "anthropic/claude-haiku-4": 200_000,
-    "anthropic/claude-sonnet-4": 200_000,
-    "anthropic/claude-opus-4": 200_000,
-    "anthropic/claude-sonnet-5": 1_000_000,
-    "anthropic/claude-opus-5": 1_000_000,
-    "anthropic/claude-haiku-5": 1_000_000,
-}
-
-# Output tokens to reserve (and to request) when max_tokens is not given.
-_DEFAULT_OUTPUT = 8_192
-_REASONING_OUTPUT = 32_768
-# The estimate is a heuristic: keep this share of the budget free as a margin.
-_SAFETY = 0.9
-# Chars/token observed from reported usage is clamped into this range.
-_MIN_CHARS_PER_TOKEN = 1.5
-# Bound on re-splitting after the provider says the prompt is too long.
-_MAX_CONTEXT_RETRIES = 2
-
-
-def context_window(model: str) -> int:
-    """The context budget (tokens) assumed for ``"provider/model"``.
-
-    >>> context_window("openai/gpt-4o-mini"), context_window("openai/some-local-model")
-    (128000, 128000)
-    """
-    best = ""
-    for prefix in _CONTEXT_WINDOWS:
-        if model.startswith(prefix) and len(prefix) > len(best):
-            best = prefix
-    return _CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_TOKENS
 
 
 def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
@@ -151,46 +116,6 @@ def _safe_url(url: str | None) -> str | None:
     if parts.port:
         host += f":{parts.port}"
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-@dataclass(frozen=True)
-class _Context:
-    """What the prompt of one trace is built from."""
-
-    examples: list[FewShotExample]
-    system: str
-    notes: list[str]
-
-
-def _normalized_text(trace: Trace) -> str:
-    return " ".join(" ".join([trace.task or "", *(s.content for s in trace.steps)]).split())
-
-
-# An example step this long that occurs verbatim in a trace marks the example as an excerpt.
-_EXCERPT_PROBE = 120
-
-
-def _is_excerpt_of(example: FewShotExample, haystack: str) -> bool:
-    for step in example.steps:
-        text = " ".join(step.content.split())
-        if len(text) >= 40:
-            middle = max(0, (len(text) - _EXCERPT_PROBE) // 2)
-            if text[middle : middle + _EXCERPT_PROBE] in haystack:
-                return True
-    return False
-
-
-@dataclass
-class _Outcome:
-    """Result of one prompt (one window or the whole trace), repairs included."""
-
-    status: Status
-    verdict: Verdict | None = None
-    error: str | None = None
-    usage: Usage = field(default_factory=Usage.zero)
-    raw: str | None = None
-    problems: list[str] = field(default_factory=list)
-    completions: list[Completion] = field(default_factory=list)
 
 
 class Judge:
@@ -583,120 +508,8 @@ class Judge:
         reason: str | None,
         shrink: float | None = None,
     ) -> Annotation:
-        """Annotate ``trace`` window by window. ``shrink`` (after the provider said "too
-        long") makes windows that share of what the estimate allowed, or of the whole trace
-        when it was meant to fit in one piece."""
-        problems: list[str] = []
-        if reason:
-            problems.append(f"the provider rejected the whole trace as too long ({reason})")
-        total = len(trace.steps)
-        # The fixed part: static prefix, instructions, task, and a maximal carry-over note.
-        probe = render(
-            trace,
-            taxonomy=self.taxonomy,
-            examples=ctx.examples,
-            system=ctx.system,
-            steps=[],
-            carry_over="x" * CARRY_OVER_MAX_CHARS,
-            window=WindowInfo(index=99, count=99, first="s99999", last="s99999", total=total),
-        )
-        fixed = probe.estimated_tokens(chars_per_token=self._chars_per_token)
-        capacity = budget - fixed
-        if capacity < 256 or total == 0:
-            return self._failed(
-                trace,
-                ctx,
-                start,
-                f"the prompt without any trace step needs ≈{fixed} tokens but the budget is "
-                f"≈{budget} (context_tokens={self.context_tokens}): use fewer few-shot "
-                "examples, a shorter task text or a larger context_tokens",
-                problems,
-            )
-        costs = self._step_costs(trace)
-        if shrink is not None:
-            capacity = max(1, int(min(capacity, sum(costs)) * shrink))
-        spans = plan_windows(costs, capacity)
-        for a, b in spans:
-            if b - a == 1 and costs[a] > capacity:
-                problems.append(
-                    f"step {trace.steps[a].id} alone (≈{costs[a]} tokens) exceeds the window "
-                    f"budget (≈{capacity} tokens); sent whole in its own window, not cut"
-                )
-        problems.append(
-            f"trace annotated in {len(spans)} windows of whole steps "
-            f"(estimated ≈{sum(costs) + fixed} prompt tokens, budget ≈{budget})"
-        )
-        results: list[WindowResult] = []
-        usage = Usage.zero()
-        raws: list[str] = []
-        prompts: list[Prompt] = []
-        completions: list[Completion] = []
-        for index, (a, b) in enumerate(spans, start=1):
-            steps = trace.steps[a:b]
-            info = WindowInfo(
-                index=index, count=len(spans), first=steps[0].id, last=steps[-1].id, total=total
-            )
-            prompt = render(
-                trace,
-                taxonomy=self.taxonomy,
-                examples=ctx.examples,
-                system=ctx.system,
-                steps=steps,
-                carry_over=carry_over(results),
-                window=info,
-            )
-            prompts.append(prompt)
-            try:
-                outcome = await self._attempt(prompt, trace)
-            except ContextLengthError as exc:
-                if retries < _MAX_CONTEXT_RETRIES and len(spans) < total:
-                    return await self._windowed(
-                        trace,
-                        ctx,
-                        start,
-                        budget=budget,
-                        retries=retries + 1,
-                        reason=str(exc),
-                        shrink=(shrink or 1.0) * 0.5,
-                    )
-                outcome = _Outcome(status="error", error=str(exc))
-            usage = usage + outcome.usage
-            completions += outcome.completions
-            problems += [f"part {index}/{len(spans)}: {p}" for p in outcome.problems]
-            if outcome.raw is not None:
-                raws.append(f"=== part {index}/{len(spans)} ({info.first}–{info.last}) ===\n")
-                raws[-1] += outcome.raw
-            results.append(
-                WindowResult(
-                    info=info, status=outcome.status, verdict=outcome.verdict, error=outcome.error
-                )
-            )
-        merged = merge(results, self.taxonomy.codes)
-        judge = self.describe()
-        judge["fewshot"] = [ex.id for ex in ctx.examples]
-        judge["static_prefix_hash"] = prompts[0].static_prefix_hash
-        judge["prompt_hash"] = _combined_hash([p.prompt_hash for p in prompts])
-        judge["window_prompt_hashes"] = [p.prompt_hash for p in prompts]
-        judge["response_ids"] = [c.response_id for c in completions]
-        if completions:
-            judge["response_model"] = completions[-1].model
-        cost, cost_note = self._cost(usage)
-        return Annotation(
-            trace_id=trace.id,
-            status=merged.status,
-            error=merged.error,
-            taxonomy=self.taxonomy.label,
-            vector=merged.vector,
-            findings=merged.findings,
-            task_completed=merged.task_completed,
-            summary=merged.summary,
-            judge=judge,
-            usage=usage,
-            cost_usd=cost,
-            latency_s=time.perf_counter() - start,
-            windows=len(spans),
-            problems=ctx.notes + problems + merged.problems + cost_note,
-            raw="\n\n".join(raws) or None,
+        return await annotate_in_windows(
+            self, trace, ctx, start, budget=budget, retries=retries, reason=reason, shrink=shrink
         )
 
     def _cost(self, usage: Usage) -> tuple[float | None, list[str]]:
@@ -780,9 +593,3 @@ class Judge:
             problems=list(verdict.problems),
             raw=None,
         )
-
-
-def _combined_hash(hashes: Sequence[str]) -> str:
-    import hashlib
-
-    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()

@@ -1,0 +1,56 @@
+"""Token budgets of a judge call: the context window assumed per model and the output reserve."""
+
+from __future__ import annotations
+
+DEFAULT_CONTEXT_TOKENS = 128_000
+
+
+# Longest matching prefix wins. Input-side limits, conservative where providers offer larger
+# windows only in beta or at a surcharge. Pass context_tokens= to override.
+_CONTEXT_WINDOWS: dict[str, int] = {
+    "openai/gpt-4o": 128_000,
+    "openai/gpt-4.1": 1_000_000,
+    "openai/o1": 200_000,
+    "openai/o3": 200_000,
+    "openai/o4": 200_000,
+    "openai/gpt-5": 272_000,
+    "anthropic/claude-3": 200_000,
+    "anthropic/claude-haiku-4": 200_000,
+    "anthropic/claude-sonnet-4": 200_000,
+    "anthropic/claude-opus-4": 200_000,
+    "anthropic/claude-sonnet-5": 1_000_000,
+    "anthropic/claude-opus-5": 1_000_000,
+    "anthropic/claude-haiku-5": 1_000_000,
+}
+
+
+# Output tokens to reserve (and to request) when max_tokens is not given.
+_DEFAULT_OUTPUT = 8_192
+
+
+_REASONING_OUTPUT = 32_768
+
+
+# The estimate is a heuristic: keep this share of the budget free as a margin.
+_SAFETY = 0.9
+
+
+# Chars/token observed from reported usage is clamped into this range.
+_MIN_CHARS_PER_TOKEN = 1.5
+
+
+# Bound on re-splitting after the provider says the prompt is too long.
+_MAX_CONTEXT_RETRIES = 2
+
+
+def context_window(model: str) -> int:
+    """The context budget (tokens) assumed for ``"provider/model"``.
+
+    >>> context_window("openai/gpt-4o-mini"), context_window("openai/some-local-model")
+    (128000, 128000)
+    """
+    best = ""
+    for prefix in _CONTEXT_WINDOWS:
+        if model.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return _CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_TOKENS

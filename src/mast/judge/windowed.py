@@ -1,0 +1,191 @@
+"""Annotating a trace too long for one prompt: window by window, then merged.
+
+Also the two records every pass shares: :class:`_Context` (what a trace's prompt is built from)
+and :class:`_Outcome` (what one prompt returned, repairs included).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mast.errors import (
+    ContextLengthError,
+)
+from mast.judge.annotation import Annotation, Status
+from mast.judge.budget import (
+    _MAX_CONTEXT_RETRIES,
+)
+from mast.judge.fewshot import FewShotExample
+from mast.judge.prompts import (
+    Prompt,
+    WindowInfo,
+    render,
+)
+from mast.judge.providers import Completion
+from mast.judge.usage import Usage
+from mast.judge.verdict import Verdict
+from mast.judge.windows import CARRY_OVER_MAX_CHARS, WindowResult, carry_over, merge, plan_windows
+from mast.traces.model import Trace
+
+if TYPE_CHECKING:  # judge.py imports this module; Judge is only a type here
+    from mast.judge.judge import Judge
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the prompt of one trace is built from."""
+
+    examples: list[FewShotExample]
+    system: str
+    notes: list[str]
+
+
+@dataclass
+class _Outcome:
+    """Result of one prompt (one window or the whole trace), repairs included."""
+
+    status: Status
+    verdict: Verdict | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage.zero)
+    raw: str | None = None
+    problems: list[str] = field(default_factory=list)
+    completions: list[Completion] = field(default_factory=list)
+
+
+def _combined_hash(hashes: Sequence[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+
+
+async def annotate_in_windows(
+    judge: Judge,
+    trace: Trace,
+    ctx: _Context,
+    start: float,
+    *,
+    budget: int,
+    retries: int,
+    reason: str | None,
+    shrink: float | None = None,
+) -> Annotation:
+    """Annotate ``trace`` window by window. ``shrink`` (after the provider said "too
+    long") makes windows that share of what the estimate allowed, or of the whole trace
+    when it was meant to fit in one piece."""
+    problems: list[str] = []
+    if reason:
+        problems.append(f"the provider rejected the whole trace as too long ({reason})")
+    total = len(trace.steps)
+    # The fixed part: static prefix, instructions, task, and a maximal carry-over note.
+    probe = render(
+        trace,
+        taxonomy=judge.taxonomy,
+        examples=ctx.examples,
+        system=ctx.system,
+        steps=[],
+        carry_over="x" * CARRY_OVER_MAX_CHARS,
+        window=WindowInfo(index=99, count=99, first="s99999", last="s99999", total=total),
+    )
+    fixed = probe.estimated_tokens(chars_per_token=judge._chars_per_token)
+    capacity = budget - fixed
+    if capacity < 256 or total == 0:
+        return judge._failed(
+            trace,
+            ctx,
+            start,
+            f"the prompt without any trace step needs ≈{fixed} tokens but the budget is "
+            f"≈{budget} (context_tokens={judge.context_tokens}): use fewer few-shot "
+            "examples, a shorter task text or a larger context_tokens",
+            problems,
+        )
+    costs = judge._step_costs(trace)
+    if shrink is not None:
+        capacity = max(1, int(min(capacity, sum(costs)) * shrink))
+    spans = plan_windows(costs, capacity)
+    for a, b in spans:
+        if b - a == 1 and costs[a] > capacity:
+            problems.append(
+                f"step {trace.steps[a].id} alone (≈{costs[a]} tokens) exceeds the window "
+                f"budget (≈{capacity} tokens); sent whole in its own window, not cut"
+            )
+    problems.append(
+        f"trace annotated in {len(spans)} windows of whole steps "
+        f"(estimated ≈{sum(costs) + fixed} prompt tokens, budget ≈{budget})"
+    )
+    results: list[WindowResult] = []
+    usage = Usage.zero()
+    raws: list[str] = []
+    prompts: list[Prompt] = []
+    completions: list[Completion] = []
+    for index, (a, b) in enumerate(spans, start=1):
+        steps = trace.steps[a:b]
+        info = WindowInfo(
+            index=index, count=len(spans), first=steps[0].id, last=steps[-1].id, total=total
+        )
+        prompt = render(
+            trace,
+            taxonomy=judge.taxonomy,
+            examples=ctx.examples,
+            system=ctx.system,
+            steps=steps,
+            carry_over=carry_over(results),
+            window=info,
+        )
+        prompts.append(prompt)
+        try:
+            outcome = await judge._attempt(prompt, trace)
+        except ContextLengthError as exc:
+            if retries < _MAX_CONTEXT_RETRIES and len(spans) < total:
+                return await annotate_in_windows(
+                    judge,
+                    trace,
+                    ctx,
+                    start,
+                    budget=budget,
+                    retries=retries + 1,
+                    reason=str(exc),
+                    shrink=(shrink or 1.0) * 0.5,
+                )
+            outcome = _Outcome(status="error", error=str(exc))
+        usage = usage + outcome.usage
+        completions += outcome.completions
+        problems += [f"part {index}/{len(spans)}: {p}" for p in outcome.problems]
+        if outcome.raw is not None:
+            raws.append(f"=== part {index}/{len(spans)} ({info.first}–{info.last}) ===\n")
+            raws[-1] += outcome.raw
+        results.append(
+            WindowResult(
+                info=info, status=outcome.status, verdict=outcome.verdict, error=outcome.error
+            )
+        )
+    merged = merge(results, judge.taxonomy.codes)
+    described = judge.describe()
+    described["fewshot"] = [ex.id for ex in ctx.examples]
+    described["static_prefix_hash"] = prompts[0].static_prefix_hash
+    described["prompt_hash"] = _combined_hash([p.prompt_hash for p in prompts])
+    described["window_prompt_hashes"] = [p.prompt_hash for p in prompts]
+    described["response_ids"] = [c.response_id for c in completions]
+    if completions:
+        described["response_model"] = completions[-1].model
+    cost, cost_note = judge._cost(usage)
+    return Annotation(
+        trace_id=trace.id,
+        status=merged.status,
+        error=merged.error,
+        taxonomy=judge.taxonomy.label,
+        vector=merged.vector,
+        findings=merged.findings,
+        task_completed=merged.task_completed,
+        summary=merged.summary,
+        judge=described,
+        usage=usage,
+        cost_usd=cost,
+        latency_s=time.perf_counter() - start,
+        windows=len(spans),
+        problems=ctx.notes + problems + merged.problems + cost_note,
+        raw="\n\n".join(raws) or None,
+    )
