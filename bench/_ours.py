@@ -101,13 +101,16 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
 _BUCKETS = [
     (
         "load + segment (mast.traces.loaders, mast.traces.segment, ijson)",
-        ("mast/loaders", "mast/segment", "ijson"),
+        ("mast/traces/loaders", "mast/traces/segment", "ijson"),
     ),
-    ("redact (mast.judge.redact)", ("mast/redact",)),
-    ("render (mast.judge.prompts, jinja2)", ("mast/prompts", "jinja2", "templates/")),
-    ("parse + ground (mast.judge.verdict)", ("mast/verdict", "mast/_textformat", "mast/_lenient")),
-    ("results store (mast.bulk.store, fsync)", ("mast/store", "fsync")),
-    ("response cache (mast.bulk.cache, sqlite3)", ("mast/cache", "sqlite3")),
+    ("redact (mast.judge.redact)", ("mast/judge/redact",)),
+    ("render (mast.judge.prompts, jinja2)", ("mast/judge/prompts", "jinja2", "templates/")),
+    (
+        "parse + ground (mast.judge.parse, grounding)",
+        ("mast/judge/parse", "mast/judge/grounding", "mast/judge/textformat", "mast/judge/lenient"),
+    ),
+    ("results store (mast.bulk.store, fsync)", ("mast/bulk/store", "fsync")),
+    ("response cache (mast.bulk.cache, sqlite3)", ("mast/bulk/cache", "sqlite3")),
     ("JSON encoding (json)", ("json/",)),
     (
         "OpenAI SDK + HTTP client",

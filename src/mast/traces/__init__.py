@@ -1,1 +1,4 @@
-"""traces."""
+"""Traces in: the :class:`~mast.traces.model.Trace` model, one loader per file format
+(:mod:`mast.traces.loaders`), framework-log segmenters (:mod:`mast.traces.segment`), ITBench
+scoring and the public datasets. Nothing here knows about judges or agreement.
+"""
