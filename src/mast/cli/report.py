@@ -5,13 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from mast.traces.model import Trace
-
-if TYPE_CHECKING:
-    pass
 from mast.analysis.report import write_report
+from mast.traces.model import Trace
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
