@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mast.agree.table import LabelTable, natural_key
-
-if TYPE_CHECKING:
-    pass
 
 
 def _shorten(ids: Sequence[str], limit: int = 5) -> str:
