@@ -107,7 +107,7 @@ _BUCKETS = [
     ("render (mast.judge.prompts, jinja2)", ("mast/judge/prompts", "jinja2", "templates/")),
     (
         "parse + ground (mast.judge.parse, grounding)",
-        ("mast/judge/parse", "mast/judge/grounding", "mast/judge/textformat", "mast/judge/lenient"),
+        ("mast/judge/parse", "mast/judge/grounding", "mast/judge/text", "mast/judge/lenient"),
     ),
     ("results store (mast.bulk.store, fsync)", ("mast/bulk/store", "fsync")),
     ("response cache (mast.bulk.cache, sqlite3)", ("mast/bulk/cache", "sqlite3")),

@@ -1,118 +1,120 @@
-"""Read the MAST paper's text answer format, one mode code at a time.
+"""Read a plain-text judge answer, binding every answer to its own mode code.
 
-The official annotation prompt asks for::
+Models that do not answer in JSON write the MAST paper's ``@@ A. … B. … C. 1.1 <name>: yes``
+format, or headings, bold labels, bullets with tags or emoji before or after the code,
+tables, numbered lists, YAML-like lines, lists of positive codes, thinking blocks. The
+official parser takes the first "yes"/"no" *substring* after a code, so
+"2.5 Ignored Other Agent's Input: yes" reads "no" (Ig-no-red). This reader:
 
-    @@
-    A. <free-text summary>
-    B. <yes or no>            (task completed)
-    C. 1.1 Disobey Task Specification: <yes or no>
-       1.2 ...
-    @@
-
-Models answer it with echoed names, markdown bold, bullets, tables, "Yes."/"NO", lines out of
-order, everything on one line, rationales before or after the answer. The official parser
-takes the first "yes"/"no" *substring* after a code, so "2.5 Ignored Other Agent's Input: yes"
-reads "no" (Ig-no-red) and so does "3.2 No or Incomplete Verification: yes". This reader:
-
-1. Finds **anchors**: a mode code at a word boundary (not inside ``11.1``, ``1.10``, ``v1.1``,
-   a date or a version) that starts a line (after bullets, numbering, ``C.``, table bars) or
-   is directly followed by an answer, a known mode name, or a ``name: answer`` label. A code
-   merely mentioned in prose ("see 1.5,") is not an anchor. When a code has line-start
-   anchors, its mid-line mentions are ignored.
-2. Cuts the answer region into **segments**, each running from one anchor to the next.
-3. In each segment, skips the echoed **name** (known names and aliases of every code, the
-   official template's names, or any text before the first ``:``/``|``/`` - ``), then reads
-   the **answer slot**: the first word must be an answer (yes/no/true/false/present/absent,
-   or unclear/unknown/n/a which give ``None``). "yes/no", "yes or no" (an unfilled template)
-   and a question mark give ``None``. If the first word is not an answer, an explicit
-   ``Answer: yes`` / ``→ yes`` / ``(yes)`` in the segment, or a segment that ends in an
-   answer word, is used. Anything else is ``None``.
-4. Combines several anchors of one code: agreeing answers stand, disagreeing ones give
-   ``None``. An echoed name that belongs to a different code is reported, and the answer is
-   still read by code. Codes outside the taxonomy (the official example's 1.6 and 2.7) end
-   the previous segment and are reported, never mapped.
+1. Drops reasoning blocks and, when there is one, reads only the ``<answer>`` block or the
+   "Final answer" section (see :mod:`mast.judge.textlayout`), which also reads tables, code lists
+   ("Present: 1.3, 2.5"), polarity sections and "all other modes are absent" sentences.
+2. Finds **anchors**: a mode code at a word boundary (not inside ``11.1``, ``1.10``,
+   ``v1.1``, a date or a version) that starts a line, after bullets, numbering, ``C.``,
+   a tag (``[YES]``, ``- [x]``, ``✅``, ``No —``) or an echoed mode name, or that is
+   directly followed by an answer, a known mode name or a ``name: answer`` label. A code
+   merely mentioned in prose is not an anchor; a code with line-start anchors keeps only
+   those.
+3. Cuts the text into **items**, one per anchor: from the start of the anchor's line (or
+   its tag) to the start of the next item, a heading, a table, a list or a closing ``@@``.
+   A tag written before a code belongs to that code, never to the item before it.
+4. Reads each item: the tag before the code, and after the code (skipping the echoed name)
+   the **answer slot**: a first word that is an answer (yes/no/true/false/present/absent
+   and symbols; "Present: no", "Detected = false", "present? no" read the value after the
+   label), else an explicit ``Answer:``/``Verdict:``/``Present:``/``→ yes``/``(yes)`` label,
+   else an answer word ending the item's first paragraph (not when a tag answered).
+   "yes/no", a question mark, "unclear", "n/a" give ``None``.
+5. Combines everything said about one code: agreeing answers stand, disagreeing ones give
+   ``None`` with a note, never a neighbour's answer. A section's polarity fills in only
+   for items without an answer of their own; "all other modes are absent" only for codes
+   answered nowhere. Echoed names that belong to another code are reported (answers are
+   read by code), codes outside the taxonomy are reported and ignored.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from mast.judge import textlayout as _layout
+from mast.judge.textslot import (
+    ANSWER_WORDS,
+    CLOSES,
+    CODE,
+    FALSE_WORDS,
+    LEAD_PUNCT,
+    NO_NAMES,
+    TEMPLATE_NAMES,
+    TRUE_WORDS,
+    NameIndex,
+    SlotAnswer,
+    normalize_markup,
+    read_answer_slot,
+)
 from mast.taxonomy import Taxonomy
 
-# Names the official MAST files print next to codes that differ from the taxonomy's own
-# names and aliases. The answer template lists "3.2 No or Incorrect Verification" and
-# "3.3 Weak Verification": by meaning these describe the paper's 3.3 (a wrong check) and 3.2
-# (a partial check). Used only to *report* a name/code mismatch; answers are read by code.
-TEMPLATE_NAMES: dict[str, str] = {
-    "No or Incorrect Verification": "3.3",
-    "Weak Verification": "3.2",
-    "Unaware of Stopping Conditions": "1.5",
-    "Action-Reasoning Mismatch": "2.6",
-}
+__all__ = [
+    "NO_NAMES",
+    "TEMPLATE_NAMES",
+    "NameIndex",
+    "TextReading",
+    "normalize_markup",
+    "read_answer_slot",
+    "read_text_format",
+]
 
-_CODE = re.compile(r"(?<![\w.])(\d{1,2}\.\d{1,2})(?![\w]|\.\d)")
-_TRUE = {"yes", "true", "present", "detected", "observed", "\u2705", "\u2714", "\u2714\ufe0f",
-         "\u2713", "\u2611"}  # fmt: skip
-_FALSE = {"no", "false", "absent", "not present", "not detected", "not observed", "\u274c",
-          "\u2717", "\u2718", "\u2716"}  # fmt: skip
-# Longer alternatives first: "not present" before "no", "none" before "no".
-_ANSWER_WORDS = (
-    r"not\s+present|not\s+detected|not\s+observed|not\s+applicable|not\s+sure|not\s+clear"
-    r"|n/a|yes|none|no|true|false|present|absent|detected|observed|unclear|unknown"
-    r"|uncertain|unsure|maybe|possibly|partially|partial|ambiguous|undetermined|indeterminate"
-    r"|cannot\s+(?:be\s+)?determined?|can't\s+(?:tell|determine)"
-    r"|\u2705|\u2714\ufe0f?|\u2713|\u2611|\u274c|\u2717|\u2718|\u2716"
+# Tags written before a code: checkboxes, bracketed words, symbols, a bare answer word.
+_TAG = (
+    r"\[\s*(?P<box>[xX\u2713\u2714\u2717\u2718]?)\s*\]"
+    r"|\[\s*(?P<bword>yes|no|y|n|present|absent|detected|not\s+detected|not\s+present"
+    r"|true|false|unclear)\s*\]"
+    r"|(?P<sym>\u2705|\u274c|\u2714\ufe0f?|\u2713|\u2717|\u2718|\u2716\ufe0f?|\u2611\ufe0f?"
+    r"|\u2610|\u2612)"
+    r"|(?P<word>yes|no|true|false|present|absent|not\s+present|detected|not\s+detected)"
 )
-_ANSWER = re.compile(rf"(?P<word>{_ANSWER_WORDS})(?!\w)", re.IGNORECASE)
-_YES_NO = r"(?:yes|no|true|false)"
-# "yes/no", "yes or no", "<yes or no>": a second, opposite answer right after the first. A
-# slash or bar always pairs two answers; after a comma, "or" or "and" the second word must
-# close the slot, so that "Yes, no tests were run" still reads as yes.
-_BOTH = re.compile(
-    rf"\s*(?:[/\\|]\s*(?P<paired>{_YES_NO})\b"
-    rf"|(?:,|\bor\b|\band\b)\s*(?P<other>{_YES_NO})\b(?=[ \t]*(?:[\n.,;:)\]>]|$)))",
+_TAG_VALUES: dict[str, bool | None] = {
+    "x": True, "\u2713": True, "\u2714": True, "": False, "\u2717": False, "\u2718": False,
+    "y": True, "n": False, "unclear": None, "\u2612": None,
+}  # fmt: skip
+_STRONG_PREFIX = re.compile(
+    r"[ \t>|#]*(?:(?:[-+\u2022]|\d{1,2}[.)]|[a-zA-Z][.)])[ \t]+)?[ \t>|#]*"
+    r"(?:C[ \t]*[.):][ \t]*)?"
+    rf"(?:(?P<tag>{_TAG})[ \t]*(?:[:\-–—|][ \t]*)?)?"
+    r"(?:(?:failure[ \t]+)?mode[ \t]+)?"
+    # JSON Lines of mode objects: {"code": "1.4", "present": true}
+    r"(?:\{[ \t]*[\"']?(?:code|mode|id|fm|failure_mode|mode_code)[\"']?[ \t]*:[ \t]*)?"
+    r"[\"'\[(]?[ \t]*",
     re.IGNORECASE,
 )
-_STRONG_LABEL = re.compile(rf"\b(?:final\s+)?(?:answer|verdict)\s*[:=]\s*\(?\s*({_YES_NO})\b",
-                           re.IGNORECASE)  # fmt: skip
-_ANY_LABEL = re.compile(
-    rf"\b(?:(?:final\s+)?answer|verdict|present|detected|label|decision)\s*[:=]\s*\(?\s*({_YES_NO})\b"
-    rf"|(?:→|->|=>)\s*({_YES_NO})\b|\(\s*({_YES_NO})\s*\)",
+_NAME_LEAD = re.compile(r"[ \t>|#]*(?:(?:[-+\u2022]|\d{1,2}[.)])[ \t]+)?[ \t>|#]*")
+_NAME_TO_CODE = re.compile(r"[ \t]*[(\[\-–—:,]?[ \t]*")
+_MID_TAG = re.compile(
+    r"(?:(?<=\s)|^)(?:\[\s*(?P<box>[xX\u2713\u2714\u2717\u2718]?)\s*\]"
+    r"|\[\s*(?P<bword>yes|no|y|n|present|absent|detected|not\s+detected|not\s+present|true"
+    r"|false|unclear)\s*\]"
+    r"|(?P<sym>\u2705|\u274c|\u2714\ufe0f?|\u2713|\u2717|\u2718|\u2716\ufe0f?|\u2611\ufe0f?"
+    r"|\u2610|\u2612))[ \t]*(?:[:\-–—|][ \t]*)?[\"'\[(]?[ \t]*$",
     re.IGNORECASE,
 )
-_TAIL = re.compile(rf"\b({_YES_NO})\W*$", re.IGNORECASE)
-_TAIL_BOTH = re.compile(rf"\b{_YES_NO}\s*(?:/|\\|\||,|\bor\b|\band\b)\s*$", re.IGNORECASE)
-_LEAD_PUNCT = re.compile(r"[\s.)\]:(\[\-–—|=<>#]*")
-_SEPARATOR_NAME = re.compile(r"([^\n:|=]{1,100}?)\s*(?::|=|\||\s[-–—]\s)")
-_LINE_PREFIX = re.compile(
-    r"[\s\-+•>|#\[(]*(?:(?:\d{1,2}|[a-zA-Z])[.)]\s+)?[\s\-+•>|#\[(]*(?:C\s*[.):]\s*)?[\s\-+•>|#\[(]*"
+_MAX_PREFIX = 48
+_DIRECT_ANSWER = re.compile(
+    rf"[ \t.)\]\"']*(?:[:=|\-–—][ \t]*)?[(<\"']?[ \t]*(?:{ANSWER_WORDS})(?!\w){CLOSES}",
+    re.IGNORECASE,
 )
-_MAX_PREFIX = 24
-_DIRECT_ANSWER = re.compile(rf"[\s.)\]]*(?:[:=|\-–—]\s*)?[(<]?\s*(?:{_ANSWER_WORDS})(?!\w)",
-                            re.IGNORECASE)  # fmt: skip
 _NAMED_LABEL = re.compile(
-    rf"[\s.)\]]*[(\[]?[A-Za-z][^\n:|=]{{0,80}}?[)\]]?\s*(?::|=|\||\s[-–—]\s?)\s*[(<]?\s*"
-    rf"(?:{_ANSWER_WORDS})(?!\w)",
+    rf"[ \t.)\]]*[(\[]?[A-Za-z][A-Za-z '\-/&]{{0,80}}?[)\]]?[ \t]*(?::|=|\||[ \t][-–—][ \t]?)"
+    rf"[ \t]*[(<]?[ \t]*(?:{ANSWER_WORDS})(?!\w){CLOSES}",
     re.IGNORECASE,
 )
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]", re.MULTILINE)
+_RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|_{3,}|={3,}|@@)[ \t]*$", re.MULTILINE)
 _C_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))C\s*[.):]", re.MULTILINE)
 _B_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))B\s*[.):]", re.MULTILINE)
 _A_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))A\s*[.):]", re.MULTILINE)
 _SUMMARY_LABEL = re.compile(r"^\s*(?:free[- ]?form\s+text\s+summary[^:\n]*|summary)[ \t]*[:\n]\s*",
                             re.IGNORECASE)  # fmt: skip
 _STEP_REF = re.compile(r"(?<![\w])\[?s(\d{1,6})\]?(?![\w])")
-_TASK_NOT_DONE = re.compile(
-    r"\bnot\s+(?:been\s+)?(?:successfully\s+|fully\s+)?(?:completed?|solved|successful|accomplished)\b"
-    r"|\b(?:incomplete|unsuccessful|failed|failure)\b",
-    re.IGNORECASE,
-)
-_TASK_DONE = re.compile(
-    r"\b(?:was|is|has\s+been|were)\s+(?:successfully\s+|fully\s+)?(?:completed|solved|accomplished)\b"
-    r"|^\W*(?:completed|successful|success|solved)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -138,86 +140,60 @@ class _Anchor:
     start: int
     end: int
     strong: bool
-
-
-@dataclass(frozen=True)
-class _SlotAnswer:
-    value: bool | None
-    status: str  # "ok" | "missing" | "unclear" | "ambiguous"
-    detail: str = ""
-    echoed_name: str | None = None
-    rationale: str = ""
-
-
-class NameIndex:
-    """Every known spelling of every mode name, to skip echoed names and spot swapped ones."""
-
-    def __init__(self, taxonomy: Taxonomy) -> None:
-        names: dict[str, set[str]] = {}
-        spellings: list[str] = []
-        for mode in taxonomy:
-            for name in (mode.name, *mode.aliases):
-                names.setdefault(_squash(name), set()).add(mode.code)
-                spellings.append(name)
-        if taxonomy.name == "MAST":
-            for name, code in TEMPLATE_NAMES.items():
-                if code in taxonomy:
-                    names.setdefault(_squash(name), set()).add(code)
-                    spellings.append(name)
-        self._codes = names
-        patterns = sorted({_name_pattern(n) for n in spellings}, key=len, reverse=True)
-        alternatives = "|".join(patterns)
-        self._regex = re.compile(rf"(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
-
-    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
-        """A known name starting exactly at ``pos``."""
-        return self._regex.match(text, pos)
-
-    def codes_for(self, name: str) -> set[str]:
-        """Codes a name belongs to (empty when unknown)."""
-        return self._codes.get(_squash(name), set())
-
-
-def _squash(name: str) -> str:
-    return "".join(re.findall(r"[a-z0-9]+", name.lower()))
-
-
-def _name_pattern(name: str) -> str:
-    # "Ignored Other Agent's Input" must also match "Agents' Input" and "Agent’s Input".
-    tokens = re.findall(r"[a-z0-9]+", name.lower())
-    return r"[\W_]*".join(re.escape(t) for t in tokens)
-
-
-def normalize_markup(text: str) -> str:
-    """Drop markdown emphasis and unify punctuation so that the layout rules see plain text."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = text.replace("\u00a0", " ").replace("\uff1a", ":")
-    text = re.sub(r"[\u2018\u2019\u201b\u2032]", "'", text)
-    text = re.sub(r"[\u201c\u201d\u201e]", '"', text)
-    text = re.sub(r"\*+|`+|~~|(?<!\w)__|__(?!\w)", "", text)
-    text = re.sub(r"</?(?:b|strong|em|i|u)>", "", text, flags=re.IGNORECASE)
-    # "FM-1.3" / "FM 1.3" / "FM1.3" are the same code; "C.1.1" is "C. 1.1".
-    text = re.sub(r"\bFM[-\s]?(?=\d{1,2}\.\d)", "", text)
-    text = re.sub(r"\b([ABC])\.(?=\d{1,2}\.\d)", r"\1. ", text)
-    return text
+    item_start: int  # where this code's item begins (its line, or its tag)
+    tag: SlotAnswer | None = None
+    name: str | None = None  # a known name written before the code
 
 
 def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextReading:
-    """Read the MAST text format from ``raw`` (see the module docstring)."""
+    """Read the text answer ``raw`` (see the module docstring)."""
     reading = TextReading()
-    text = normalize_markup(raw)
+    text, thoughts = _layout.drop_thinking(normalize_markup(raw))
+    if thoughts:
+        reading.problems.append(f"ignored {thoughts} reasoning block(s) in the answer")
     known = set(taxonomy.codes)
+    start, end, note = _layout.answer_region(text)
+    if note:
+        reading.problems.append(note)
     c_marker = _find_c_marker(text, known)
-    region_start = c_marker[1] if c_marker else 0
-    anchors = _find_anchors(text, region_start, names)
-    head_end = c_marker[0] if c_marker else (anchors[0].start if anchors else len(text))
+    if c_marker and start <= c_marker[1] < end:
+        start = c_marker[1]
+    # A closing "@@" ends the answer; chatter after it is not part of any mode.
+    first_code = CODE.search(text, start, end)
+    if first_code:
+        closing = text.find("@@", first_code.end(), end)
+        end = closing if closing != -1 else end
+    body = text[start:end]
+    layout = _layout.read_layout(body, known, names)
+    sections = _layout.read_sections(body, layout)
+    anchors = _find_anchors(body, names, layout)
+    head_end = (
+        c_marker[0] if c_marker else start + (anchors[0].item_start if anchors else len(body))
+    )
     _read_head(text[:head_end], reading)
-    if anchors:
-        # A closing "@@" ends the answer; chatter after it is not part of any mode.
-        closing = text.find("@@", anchors[0].end)
-        region_end = closing if closing != -1 else len(text)
-        anchors = [a for a in anchors if a.start < region_end]
-        _read_modes(text, anchors, region_end, known, names, reading)
+    if reading.task_completed is None:
+        _read_task_line(text, reading)
+    per_code: dict[str, list[SlotAnswer]] = {}
+    _read_items(body, anchors, layout, known, names, reading, per_code)
+    for item in layout.readings:
+        status = "ok" if item.value is not None else ("unclear" if item.detail else "missing")
+        per_code.setdefault(item.code, []).append(
+            SlotAnswer(
+                item.value, status, item.detail, rationale=item.rationale, source=item.source
+            )
+        )
+        _note_rationale(item.code, item.rationale, reading)
+    for a_start, a_end, polarity in sections:
+        for anchor in anchors:
+            if a_start <= anchor.start < a_end:
+                per_code.setdefault(anchor.code, []).append(
+                    SlotAnswer(polarity, "ok", source="section", weak=True)
+                )
+    reading.problems += layout.problems
+    for code, slots in per_code.items():
+        if code in known:
+            reading.answers[code] = _combine(code, slots, reading.problems)
+    _apply_defaults(taxonomy.codes, per_code, layout, reading)
     for code in taxonomy.codes:
         if code not in reading.answers:
             reading.answers[code] = None
@@ -225,54 +201,161 @@ def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextRead
     return reading
 
 
+def _note_rationale(code: str, rationale: str, reading: TextReading) -> None:
+    refs = [f"s{n}" for n in _STEP_REF.findall(rationale)]
+    if refs:
+        known_refs = reading.step_refs.setdefault(code, [])
+        known_refs += [r for r in refs if r not in known_refs]
+    if rationale and code not in reading.rationales:
+        reading.rationales[code] = rationale
+
+
+def _apply_defaults(
+    codes: list[str],
+    per_code: dict[str, list[SlotAnswer]],
+    layout: _layout.Layout,
+    reading: TextReading,
+) -> None:
+    unnamed = [c for c in codes if c not in per_code]
+    if layout.none_at_all:
+        if any(v is True for v in reading.answers.values()):
+            reading.problems.append(
+                "the answer says no failure mode applies but also answers some mode yes; "
+                "the modes it does not name stay unknown"
+            )
+            return
+        for code in unnamed:
+            reading.answers[code] = False
+        return
+    if layout.others is False:
+        for code in unnamed:
+            reading.answers[code] = False
+
+
 def _find_c_marker(text: str, known: set[str]) -> tuple[int, int] | None:
     # "C." opens the mode list only if mode codes follow soon after it.
     for marker in _C_MARKER.finditer(text):
         window = text[marker.end() : marker.end() + 300]
-        if any(m.group(1) in known for m in _CODE.finditer(window)):
+        if any(m.group(1) in known for m in CODE.finditer(window)):
             return marker.start(), marker.end()
     return None
 
 
-def _find_anchors(text: str, start: int, names: NameIndex) -> list[_Anchor]:
+def _tag_value(match: re.Match[str]) -> SlotAnswer:
+    for group in ("box", "bword", "sym", "word"):
+        raw = match.group(group) if group in match.re.groupindex else None
+        if raw is None:
+            continue
+        word = " ".join(raw.lower().split())
+        if word in _TAG_VALUES:
+            value = _TAG_VALUES[word]
+        elif word in TRUE_WORDS:
+            value = True
+        elif word in FALSE_WORDS:
+            value = False
+        else:
+            value = None
+        if value is None:
+            return SlotAnswer(None, "unclear", f"tagged {raw!r}", source="tag")
+        return SlotAnswer(value, "ok", source="tag")
+    return SlotAnswer(None, "missing", source="tag")
+
+
+def _find_anchors(text: str, names: NameIndex, layout: _layout.Layout) -> list[_Anchor]:
     found: list[_Anchor] = []
     newlines = [m.start() for m in re.finditer("\n", text)]
-    for match in _CODE.finditer(text, start):
-        line_start = newlines[i - 1] + 1 if (i := bisect_left(newlines, match.start())) else 0
-        # Bullets, numbering and "C." are short: a long prefix is prose, not a label.
-        strong = (
-            line_start >= start
-            and match.start() - line_start <= _MAX_PREFIX
-            and _LINE_PREFIX.fullmatch(text, line_start, match.start()) is not None
-        )
-        if not strong and not _labels_an_answer(text, match.end(), names):
+    line_of_first: dict[int, _Anchor] = {}
+    for match in CODE.finditer(text):
+        if layout.is_consumed(match.start()):
             continue
-        found.append(_Anchor(match.group(1), match.start(), match.end(), strong))
-    # A code with line-start anchors keeps only those: its mid-line mentions are prose.
-    strong_codes = {a.code for a in found if a.strong}
-    return [a for a in found if a.strong or a.code not in strong_codes]
+        i = bisect_left(newlines, match.start())
+        line_start = newlines[i - 1] + 1 if i else 0
+        prefix = text[line_start : match.start()]
+        first_on_line = line_of_first.get(line_start)
+        tag: SlotAnswer | None = None
+        name: str | None = None
+        strong = False
+        item_start = match.start()
+        if first_on_line is None and len(prefix) <= _MAX_PREFIX:
+            head = _STRONG_PREFIX.fullmatch(prefix)
+            if head is not None:
+                strong = True
+                if head.group("tag"):
+                    tag = _tag_value(head)
+            else:
+                lead = _NAME_LEAD.match(prefix)
+                named = names.match(prefix, lead.end() if lead else 0)
+                if named and _NAME_TO_CODE.fullmatch(prefix, named.end()):
+                    strong, name = True, named.group(0)
+        elif first_on_line is not None and first_on_line.tag is not None:
+            # On a line that starts with a tag, a tag right before a later code is its own.
+            mid = _MID_TAG.search(text, first_on_line.end, match.start())
+            if mid is not None:
+                tag, item_start = _tag_value(mid), mid.start()
+        if not strong and tag is None and not _labels_an_answer(text, match.end(), names):
+            continue
+        if first_on_line is None:
+            # Text before the first code of a line belongs to that code's item (its tag,
+            # bullet or name), never to the item above.
+            item_start = line_start
+        anchor = _Anchor(match.group(1), match.start(), match.end(), strong, item_start, tag, name)
+        found.append(anchor)
+        line_of_first.setdefault(line_start, anchor)
+    # A code with line-start anchors (or a table row or list) keeps only those: its
+    # mid-line mentions are prose.
+    strong_codes = {a.code for a in found if a.strong} | {r.code for r in layout.readings}
+    return [a for a in found if a.strong or a.tag is not None or a.code not in strong_codes]
 
 
 def _labels_an_answer(text: str, pos: int, names: NameIndex) -> bool:
+    """A code in mid-line is an anchor only if an answer follows it (after its name)."""
     if _DIRECT_ANSWER.match(text, pos) or _NAMED_LABEL.match(text, pos):
         return True
-    lead = _LEAD_PUNCT.match(text, pos)
+    lead = LEAD_PUNCT.match(text, pos)
     name_at = lead.end() if lead else pos
-    return names.match(text, name_at) is not None
+    if "\n" in text[pos:name_at]:
+        return False
+    # "see 2.4 Information Withholding, which ..." names a mode without answering it.
+    name = names.match(text, name_at)
+    return name is not None and _DIRECT_ANSWER.match(text, name.end()) is not None
 
 
-def _read_modes(
+def _item_ends(
+    text: str, anchors: list[_Anchor], region_end: int, layout: _layout.Layout
+) -> list[int]:
+    stops = sorted(
+        {m.start() for m in _HEADING_LINE.finditer(text)}
+        | {m.start() for m in _RULE_LINE.finditer(text)}
+        | set(layout.boundaries)
+        | {a for a, _ in layout.consumed}
+    )
+    ends: list[int] = []
+    for i, anchor in enumerate(anchors):
+        end = anchors[i + 1].item_start if i + 1 < len(anchors) else region_end
+        k = bisect_right(stops, anchor.end)
+        if k < len(stops) and stops[k] < end:
+            end = stops[k]
+        ends.append(max(end, anchor.end))
+    return ends
+
+
+def _read_items(
     text: str,
     anchors: list[_Anchor],
-    region_end: int,
+    layout: _layout.Layout,
     known: set[str],
     names: NameIndex,
     reading: TextReading,
+    per_code: dict[str, list[SlotAnswer]],
 ) -> None:
-    per_code: dict[str, list[_SlotAnswer]] = {}
-    for i, anchor in enumerate(anchors):
-        end = anchors[i + 1].start if i + 1 < len(anchors) else region_end
-        slot = read_answer_slot(text[anchor.end : end], names)
+    ends = _item_ends(text, anchors, len(text), layout)
+    for anchor, end in zip(anchors, ends, strict=True):
+        slot = read_answer_slot(text[anchor.end : end], names, tagged=anchor.tag is not None)
+        if anchor.tag is not None:
+            slot = _with_tag(anchor.tag, slot)
+        if anchor.name and not slot.echoed_name:
+            slot = SlotAnswer(slot.value, slot.status, slot.detail, anchor.name, slot.rationale,
+                               slot.source)  # fmt: skip
         if anchor.code not in known:
             said = "unreadable" if slot.value is None else ("yes" if slot.value else "no")
             reading.problems.append(
@@ -287,19 +370,31 @@ def _read_modes(
                     f"{anchor.code}: echoed name {slot.echoed_name.strip()!r} belongs to "
                     f"{', '.join(sorted(owners))}; answer read by code {anchor.code}"
                 )
-        refs = [f"s{n}" for n in _STEP_REF.findall(slot.rationale)]
-        if refs:
-            reading.step_refs.setdefault(anchor.code, [])
-            reading.step_refs[anchor.code] += [
-                r for r in refs if r not in reading.step_refs[anchor.code]
-            ]
-        if slot.rationale and anchor.code not in reading.rationales:
-            reading.rationales[anchor.code] = slot.rationale
-    for code, slots in per_code.items():
-        reading.answers[code] = _combine(code, slots, reading.problems)
+        _note_rationale(anchor.code, slot.rationale, reading)
 
 
-def _combine(code: str, slots: list[_SlotAnswer], problems: list[str]) -> bool | None:
+def _with_tag(tag: SlotAnswer, body: SlotAnswer) -> SlotAnswer:
+    """The tag before a code and the answer after it must agree."""
+    if body.status == "ok" and body.source not in ("tail", "sentence"):
+        if tag.status == "ok" and tag.value is not body.value:
+            return SlotAnswer(None, "ambiguous", "tag and answer disagree", body.echoed_name,
+                               body.rationale, "tag")  # fmt: skip
+        if tag.status != "ok":
+            return SlotAnswer(None, tag.status, tag.detail, body.echoed_name, body.rationale, "tag")
+        return body
+    if body.status == "ambiguous" and body.source not in ("tail", "sentence"):
+        return body
+    return SlotAnswer(tag.value, tag.status, tag.detail, body.echoed_name, body.rationale, "tag")
+
+
+def _combine(code: str, slots: list[SlotAnswer], problems: list[str]) -> bool | None:
+    own = [s for s in slots if not s.weak]
+    if not any(s.status == "ok" for s in own):
+        # A section's polarity speaks only for items that gave no answer of their own.
+        if any(s.status in ("unclear", "ambiguous") for s in own):
+            slots = own
+    else:
+        slots = own
     decided = [s for s in slots if s.status == "ok"]
     values = {s.value for s in decided}
     if len(values) == 1:
@@ -313,111 +408,6 @@ def _combine(code: str, slots: list[_SlotAnswer], problems: list[str]) -> bool |
             return None
     problems.append(f"{code}: mentioned but no yes/no answer found; unknown")
     return None
-
-
-def read_answer_slot(segment: str, names: NameIndex, *, task_line: bool = False) -> _SlotAnswer:
-    """Read the answer that belongs to one code (or to the B line) from its segment."""
-    pos, echoed = _skip_name(segment, names)
-    value, status, detail, rationale = _read_slot(segment[pos:], task_line=task_line)
-    return _SlotAnswer(value, status, detail, echoed, rationale)
-
-
-def _skip_name(segment: str, names: NameIndex) -> tuple[int, str | None]:
-    """Where the answer slot starts, and the echoed name if a known one was skipped."""
-    pos = _skip_punct(segment, 0)
-    echoed: str | None = None
-    name = names.match(segment, pos)
-    if name:
-        echoed, pos = name.group(0), name.end()
-    else:
-        # An unknown name ends at the first separator, unless the "name" is the answer itself.
-        label = _SEPARATOR_NAME.match(segment, pos)
-        if label and not _ANSWER.match(label.group(1).strip()):
-            pos = label.end()
-    return _skip_punct(segment, pos), echoed
-
-
-def _skip_punct(text: str, pos: int) -> int:
-    match = _LEAD_PUNCT.match(text, pos)
-    return match.end() if match else pos
-
-
-_Slot = tuple["bool | None", str, str, str]
-
-
-def _read_slot(rest: str, *, task_line: bool) -> _Slot:
-    first = _ANSWER.match(rest)
-    if first:
-        return _read_first_word(rest, first)
-    why = _clean_rationale(rest)
-    heading, _, below = rest.partition("\n")
-    if below and _looks_like_heading(heading):
-        # "### B. Task completed\nNo" / "#### 1.3 Custom Name\nYes": the answer opens the next line.
-        nested = _read_slot(below.lstrip(" \t-*>:"), task_line=task_line)
-        if nested[1] != "missing":
-            return nested
-    labelled = [_read_labelled(rest, m) for m in _ANY_LABEL.finditer(rest)]
-    if labelled:
-        for slot in labelled:
-            if slot[1] != "ok":
-                return slot[0], slot[1], slot[2], why
-        if len({slot[0] for slot in labelled}) > 1:
-            return None, "ambiguous", "gave both yes and no", why
-        return labelled[0][0], "ok", "", why
-    if task_line:
-        if _TASK_NOT_DONE.search(rest):
-            return False, "ok", "", why
-        if _TASK_DONE.search(rest):
-            return True, "ok", "", why
-    tail = _TAIL.search(rest.strip())
-    if tail:
-        if _TAIL_BOTH.search(rest.strip()[: tail.start()]):
-            return None, "ambiguous", "gave both yes and no", why
-        return tail.group(1).lower() in _TRUE, "ok", "", why
-    if rest.strip():
-        return None, "missing", "no yes/no answer found", why
-    return None, "missing", "no answer given", ""
-
-
-def _read_labelled(rest: str, label: re.Match[str]) -> _Slot:
-    # "Answer: yes" / "→ yes" / "(yes)": read the word after the label like a first word,
-    # so that "Answer: yes/no" stays ambiguous.
-    group = next(i for i, g in enumerate(label.groups(), start=1) if g)
-    tail = rest[label.start(group) :]
-    first = _ANSWER.match(tail)
-    if first is None:  # cannot happen: the label's group is an answer word
-        return None, "missing", "no yes/no answer found", ""
-    return _read_first_word(tail, first)
-
-
-def _read_first_word(rest: str, first: re.Match[str]) -> _Slot:
-    word = " ".join(first.group("word").lower().split())
-    after = rest[first.end() :]
-    why = _clean_rationale(after)
-    if word not in _TRUE and word not in _FALSE:
-        return None, "unclear", f"answered {word!r}", why
-    value = word in _TRUE
-    both = _BOTH.match(after)
-    if both and ((both.group("paired") or both.group("other")).lower() in _TRUE) != value:
-        said = rest[: first.end() + both.end()].strip()
-        return None, "ambiguous", f"answered {said!r}", why
-    if after.lstrip().startswith("?"):
-        return None, "unclear", f"answered {word!r} with a question mark", why
-    if any((m.group(1).lower() in _TRUE) != value for m in _STRONG_LABEL.finditer(after)):
-        return None, "ambiguous", "first answer contradicted later in the same item", why
-    return value, "ok", "", why
-
-
-def _looks_like_heading(line: str) -> bool:
-    words = line.split()
-    return 0 < len(words) <= 8 and not re.search(r"[.,;!?]", line)
-
-
-def _clean_rationale(text: str) -> str:
-    text = re.sub(r"^[\s.,;:)\]\-–—|]+", "", text)
-    text = re.sub(r"@@.*\Z", "", text, flags=re.DOTALL)
-    text = re.sub(r"[\s\-+•>|#(\[]+\Z", "", text)
-    return " ".join(text.split())[:1000]
 
 
 def _read_head(head: str, reading: TextReading) -> None:
@@ -440,11 +430,11 @@ def _read_head(head: str, reading: TextReading) -> None:
         reading.problems.append("B (task completed): not answered")
 
 
-class _NoNames(NameIndex):
-    # The B line has a label ("Whether the task is ... :") but no mode names.
-    def __init__(self) -> None:
-        self._codes = {}
-        self._regex = re.compile(r"(?!)")
-
-
-NO_NAMES: NameIndex = _NoNames()
+def _read_task_line(text: str, reading: TextReading) -> None:
+    found = _layout.find_task_line(text)
+    if found is None:
+        return
+    slot = read_answer_slot(found[1], NO_NAMES, task_line=True)
+    if slot.value is not None:
+        reading.task_completed = slot.value
+        reading.problems = [p for p in reading.problems if not p.startswith("B (task completed)")]
