@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from mast.trace import Step, Trace
+from mast.traces.model import Step, Trace
 
 CORPUS = Path(__file__).parent / "fixtures" / "redaction"
 PLACES = ("content", "tool_output", "tool_args", "tool_args_json", "tool_args_json2", "agent",
@@ -147,8 +147,12 @@ def lookalikes() -> tuple[Case, ...]:
 
 
 def _forms(value: str) -> set[str]:
-    once = json.dumps(value)[1:-1]
-    return {value, once, json.dumps(once)[1:-1]}
+    """``value`` as written, and JSON-escaped once to three times (JSON in a JSON string in
+    a prompt in a request body)."""
+    forms = [value]
+    for _ in range(3):
+        forms.append(json.dumps(forms[-1])[1:-1])
+    return set(forms)
 
 
 def leaks(case: Case, text: str) -> list[str]:

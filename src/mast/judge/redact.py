@@ -7,14 +7,13 @@ naming its type, e.g. ``[REDACTED:openai_key]``, counts them per type (the count
 stored in ``Annotation.redactions``) and judges the redacted text, so quotes and evidence
 refer to exactly what the model saw.
 
-What is recognised (see :data:`DEFAULT_PATTERNS`): API keys of OpenAI, Anthropic, Google,
-GitHub, Slack, Stripe and Hugging Face by their prefixes; AWS access key ids, and AWS
-secret keys next to their variable name; bearer, basic and API-key authorization headers;
-private key blocks (PEM, OpenSSH, PGP); JWTs; passwords in URLs (``scheme://user:pw@host``)
-and in connection strings (``Password=…;``); and values assigned to names such as
-``DB_PASSWORD``, ``client_secret`` or ``"api_key":``. Patterns look for the shape of a
-secret, not for anything random-looking, so hex hashes, UUIDs and ordinary base64 are left
-alone. Add your own with ``Redactor(extra=...)``.
+Redaction reads structure: a JSON string with escapes (tool arguments that hold JSON, a
+JSON document inside a JSON string, at any depth) is decoded, redacted as text of its own
+and encoded again, so ``{"cmd": "{\\"db_password\\": \\"…\\"}"}`` loses its password like
+plain text does. What is recognised is listed in :mod:`mast.judge.secret_patterns`: provider keys
+by their documented prefixes, private key blocks, JWTs, authorization headers, passwords
+in URLs, connection strings and command lines, and any value assigned to a name that says
+it holds a secret. Add your own with ``Redactor(extra=...)``.
 
 >>> text = 'curl -H "Authorization: Bearer sk-proj-4fQ9xT2mLr8ZkP1vW7aN3bC6dE0gH5jK" api'
 >>> r = Redactor().redact(text)
@@ -27,10 +26,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mast.judge.secret_patterns import DEFAULT_PATTERNS, SecretPattern, placeholder
 from mast.traces.model import Step, Trace
 
 __all__ = [
@@ -41,56 +41,6 @@ __all__ = [
     "placeholder",
     "redact",
 ]
-
-
-def placeholder(kind: str) -> str:
-    """The text that replaces a secret of type ``kind``.
-
-    >>> placeholder("jwt")
-    '[REDACTED:jwt]'
-    """
-    return f"[REDACTED:{kind}]"
-
-
-@dataclass(frozen=True)
-class SecretPattern:
-    """One kind of secret: a regular expression, the group that is the secret itself (the
-    rest of the match is context and stays), and an optional ``check`` on the secret that
-    rejects look-alikes (placeholders, type names, words without digits).
-
-    >>> p = SecretPattern.make("ticket", r"TCK-\\d{6}")
-    >>> p.kind, p.regex.pattern
-    ('ticket', 'TCK-\\\\d{6}')
-    """
-
-    kind: str
-    regex: re.Pattern[str]
-    group: int | tuple[int, ...] = 0
-    check: Callable[[str], bool] | None = None
-    caseless: bool = False
-
-    @classmethod
-    def make(
-        cls,
-        kind: str,
-        pattern: str,
-        *,
-        group: int | tuple[int, ...] = 0,
-        flags: int = 0,
-        check: Callable[[str], bool] | None = None,
-        caseless: bool = False,
-    ) -> SecretPattern:
-        """Compile ``pattern``; ``kind`` names the placeholder (letters, digits, ``_``).
-        ``group`` may be a tuple of alternative groups: the first that matched is the secret.
-        ``caseless=True`` runs a lower-case ``pattern`` on the lower-cased text (a faster
-        ``re.IGNORECASE``); the secret and ``check`` still see the original text."""
-        if not re.fullmatch(r"[A-Za-z0-9_]+", kind):
-            raise ValueError(f"secret kind must be letters, digits or '_', got {kind!r}")
-        regex = re.compile(pattern, flags)
-        for number in group if isinstance(group, tuple) else (group,):
-            if number > regex.groups:
-                raise ValueError(f"pattern {pattern!r} has no group {number}")
-        return cls(kind=kind, regex=regex, group=group, check=check, caseless=caseless)
 
 
 @dataclass(frozen=True)
@@ -106,194 +56,12 @@ class Redaction:
         return sum(self.counts.values())
 
 
-# --------------------------------------------------------------------------- checks
-
-_PLACEHOLDER_LIKE = re.compile(
-    r"""^(?:\[REDACTED|\$|%|\{|<|\*{3}|x{6}|X{6}|\.\.\.|…)"""  # $VAR, ${VAR}, <key>, ***
-    r"""|^[A-Z]+(?:_[A-Z0-9]+)*$"""  # YOUR_API_KEY, PASSWORD (a name, not a value)
-    r"""|^(?:[A-Za-z_][A-Za-z_]*\.)+[A-Za-z_]+$""",  # os.environ, settings.API_KEY (code)
-)
-# Values that follow "password:" in schemas, type hints and docs rather than a password.
-_NOT_A_VALUE = {
-    "str", "string", "text", "none", "null", "nil", "true", "false", "undefined", "required",
-    "optional", "bool", "boolean", "int", "integer", "number", "any", "object", "secret",
-    "password", "redacted", "hidden", "masked", "changeme", "example", "placeholder",
-    "secretstr", "field", "input", "getpass", "env",
-}  # fmt: skip
-
-
-def _has(text: str, kind: str) -> bool:
-    if kind == "digit":
-        return any(c.isdigit() for c in text)
-    if kind == "upper":
-        return any(c.isupper() for c in text)
-    if kind == "lower":
-        return any(c.islower() for c in text)
-    return any(c.isalpha() for c in text)
-
-
-def _random_token(text: str) -> bool:
-    """A key body: letters and digits mixed, as random keys are (not a kebab-case name)."""
-    return _has(text, "digit") and _has(text, "alpha")
-
-
-def _mixed_case(text: str) -> bool:
-    return _has(text, "upper") and _has(text, "lower")
-
-
-def _not_placeholder(text: str) -> bool:
-    return not _PLACEHOLDER_LIKE.search(text) and text.strip("\"'").lower() not in _NOT_A_VALUE
-
-
-# --------------------------------------------------------------------------- patterns
-# Speed: a pattern that starts with a literal is found by a fast substring scan, so the
-# "not part of a longer identifier" test comes right after the literal, as a lookbehind.
-# Case-insensitive patterns are written in lower case and run on the lower-cased text
-# (``caseless=True``), several times faster than ``re.IGNORECASE`` on megabyte logs.
-
-
-def _token(prefix: str, width: int | None = None) -> str:
-    """``prefix`` (a regex of fixed ``width``) not preceded by an identifier character."""
-    width = len(prefix) if width is None else width
-    return prefix + r"(?<![A-Za-z0-9_\-]" + "." * width + ")"
-
-
-_R = r"(?![A-Za-z0-9_\-])"
-_PASSWORD_NAME = r"(?:passw(?:or)?d|pwd|passphrase)"
-_SECRET_NAME = (
-    r"(?:secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|auth[_\-]?key"
-    r"|credentials?)"
-)
-
-
-def _assignments(kind: str, name: str) -> tuple[SecretPattern, SecretPattern]:
-    """``name = "value"`` (quoted: the quotes stay) and ``name=value`` (unquoted); the name
-    may carry a prefix (``DB_PASSWORD``, ``client_secret``), which stays as it is."""
-    head = name + r"[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*(?!\[redacted)"
-    quoted = SecretPattern.make(
-        kind,
-        head + r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})')",
-        group=(1, 2),
-        check=_not_placeholder,
-        caseless=True,
-    )
-    bare = SecretPattern.make(
-        kind,
-        head + r"([^\s\"',;(){}\[\]<>]{6,200})(?![^\s\"',;{}\[\]<>])",
-        group=1,
-        check=lambda s: _random_token(s) and _not_placeholder(s),
-        caseless=True,
-    )
-    return quoted, bare
-
-
-DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
-    # Blocks first: a key block may contain anything the token patterns would also match.
-    SecretPattern.make(
-        "private_key",
-        r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]{0,20000}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        # A block cut off (log truncation): its header lines and base64 lines.
-        r"|(?:(?:\s|\\[rn])+(?:[A-Za-z-]+:[^\n\\]*|[A-Za-z0-9+/=]{16,}))*)",
-    ),
-    SecretPattern.make(
-        "jwt", _token("eyJ") + r"[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*" + _R
-    ),
-    # Provider keys by prefix. sk-ant- before the generic OpenAI sk- form.
-    SecretPattern.make("anthropic_key", _token("sk-ant-") + r"[A-Za-z0-9_\-]{20,}"),
-    SecretPattern.make(
-        "openai_key",
-        _token("sk-") + r"(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
-        check=_random_token,
-    ),
-    SecretPattern.make("gitlab_token", _token("glpat-") + r"[A-Za-z0-9_\-]{20,}" + _R),
-    SecretPattern.make("google_api_key", _token("AIza") + r"[0-9A-Za-z_\-]{35}" + _R),
-    SecretPattern.make(
-        "github_token",
-        r"(?:"
-        + _token("gh[pousr]_", 4)
-        + r"[A-Za-z0-9]{36,}|"
-        + _token("github_pat_")
-        + r"[A-Za-z0-9_]{22,})"
-        + _R,
-    ),
-    SecretPattern.make(
-        "slack_token",
-        _token("xox[abposre]-", 5) + r"[A-Za-z0-9\-]{10,}",
-        check=lambda s: _has(s, "digit"),
-    ),
-    SecretPattern.make(
-        "slack_webhook",
-        r"https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+",
-    ),
-    SecretPattern.make(
-        "stripe_key",
-        _token("[srp]k_(?:live|test)_", 8) + r"[A-Za-z0-9]{16,}" + _R,
-        check=_random_token,
-    ),
-    SecretPattern.make(
-        "huggingface_token", _token("hf_") + r"[A-Za-z0-9]{30,}" + _R, check=_mixed_case
-    ),
-    SecretPattern.make(
-        "aws_access_key_id",
-        r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)(?<![A-Za-z0-9]....)"
-        r"[A-Z0-9]{16}(?![A-Za-z0-9])",
-    ),
-    SecretPattern.make(
-        "aws_secret_key",
-        r"(?:aws[_\-]?secret(?:[_\-]?access)?[_\-]?key|secret[_\-]?access[_\-]?key)"
-        r"[\"']?[ \t]*(?:=>|[:=])[ \t]*[\"']?([a-z0-9/+]{40})(?![a-z0-9/+])",
-        group=1,
-        caseless=True,
-    ),
-    # Authorization headers (the scheme stays, the credential goes).
-    SecretPattern.make(
-        "bearer_token",
-        r"bearer(?<![a-z0-9_]......)[ \t]+([a-z0-9._~+/\-]{16,}=*)(?![a-z0-9._~+/=\-])",
-        group=1,
-        check=_random_token,
-        caseless=True,
-    ),
-    SecretPattern.make(
-        "basic_auth",
-        r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?[ \t]*basic[ \t]+([a-z0-9+/]{6,}={0,2})",
-        group=1,
-        caseless=True,
-    ),
-    SecretPattern.make(
-        "api_key_header",
-        r"(?:x-api-key|api-key|x-auth-token|x-goog-api-key)[\"']?[ \t]*[:=][ \t]*[\"']?"
-        r"([a-z0-9._~+/\-]{12,})",
-        group=1,
-        check=lambda s: _random_token(s) and _not_placeholder(s),
-        caseless=True,
-    ),
-    # Passwords in URLs: scheme://user:password@host (user may be empty: redis://:pw@host).
-    SecretPattern.make(
-        "url_password",
-        r"://[^\s:/?#@\"'<>\[\]]*:(?!\[redacted)([^\s@/?#\"'<>]+)@(?=[a-z0-9\[])",
-        group=1,
-        check=_not_placeholder,
-        caseless=True,
-    ),
-    # Connection strings: Server=…;User Id=…;Password=…;  and --password=… on command lines.
-    SecretPattern.make(
-        "password",
-        r"(?:password|pwd)[ \t]*=[ \t]*(?!\[redacted)([^;\s\"'&()]+)(?=[;\s\"'&]|$)",
-        group=1,
-        check=_not_placeholder,
-        caseless=True,
-    ),
-    # NAME=value / "name": "value" / name: value, for names that say they hold a secret.
-    *_assignments("password", _PASSWORD_NAME),
-    *_assignments("secret", _SECRET_NAME),
-)
-"""The secret patterns the judge applies by default, most specific first."""
-
-
-# --------------------------------------------------------------------------- redactor
-
 PatternLike = SecretPattern | tuple[str, str]
+
+# A JSON string literal on one line. Those with escapes are decoded and redacted on their own.
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+# JSON inside a JSON string inside … : deeper than this is left to the plain patterns.
+_MAX_DEPTH = 4
 
 
 def _as_pattern(item: PatternLike) -> SecretPattern:
@@ -364,28 +132,55 @@ class Redactor:
         counts: Counter[str] = Counter()
         return Redaction(self._redact(text, counts), dict(counts))
 
-    def _redact(self, text: str, counts: Counter[str]) -> str:
+    def _redact(self, text: str, counts: Counter[str], depth: int = 0) -> str:
         if not text:
             return text
-        for secret, kind in self._literals:
-            if secret in text:
-                counts[kind] += text.count(secret)
-                text = text.replace(secret, placeholder(kind))
+        text = self._replace_literals(text, counts)
+        if not self.patterns:
+            return text
+        if "\\" in text and depth < _MAX_DEPTH:
+            text = self._redact_json_strings(text, counts, depth)
         lowered: str | None = None
         for pattern in self.patterns:
-            haystack, ignorecase = text, False
+            haystack = text
             if pattern.caseless:
                 if lowered is None:
                     lowered = text.lower()
                 # lower() only ever lengthens a string (e.g. "İ"): same length, same offsets.
-                if len(lowered) == len(text):
-                    haystack = lowered
-                else:
-                    ignorecase = True
-            new = _apply(pattern, text, haystack, counts, ignorecase=ignorecase)
-            if new is not text:
-                text, lowered = new, None
+                haystack = lowered if len(lowered) == len(text) else _ascii_lower(text)
+            spans = pattern.spans(text, haystack)
+            if spans:
+                text, lowered = _replace(text, spans, pattern.kind, counts), None
         return text
+
+    def _replace_literals(self, text: str, counts: Counter[str]) -> str:
+        for secret, kind in self._literals:
+            if secret in text:
+                counts[kind] += text.count(secret)
+                text = text.replace(secret, placeholder(kind))
+        return text
+
+    def _redact_json_strings(self, text: str, counts: Counter[str], depth: int) -> str:
+        """Decode each JSON string literal that has escapes, redact it as a text of its own
+        (so names and quotes inside it are seen as they are) and encode it again."""
+        pieces: list[str] = []
+        pos = 0
+        for match in _JSON_STRING.finditer(text):
+            literal = match.group(0)
+            if "\\" not in literal:
+                continue
+            try:
+                decoded = json.loads(literal)
+            except ValueError:
+                continue
+            new = self._redact(decoded, counts, depth + 1)
+            if new != decoded:
+                pieces += (text[pos : match.start()], json.dumps(new, ensure_ascii=False))
+                pos = match.end()
+        if not pieces:
+            return text
+        pieces.append(text[pos:])
+        return "".join(pieces)
 
     # ------------------------------------------------------------------ traces
     def redact_trace(self, trace: Trace) -> tuple[Trace, dict[str, int]]:
@@ -462,33 +257,23 @@ class Redactor:
         return value
 
 
-def _apply(
-    pattern: SecretPattern,
-    text: str,
-    haystack: str,
-    counts: Counter[str],
-    *,
-    ignorecase: bool = False,
-) -> str:
-    """Replace ``pattern``'s secrets in ``text``, matching on ``haystack`` (``text`` or its
-    lower-cased copy, same offsets). Returns ``text`` itself when nothing changed."""
-    groups = pattern.group if isinstance(pattern.group, tuple) else (pattern.group,)
-    regex = pattern.regex
-    if ignorecase:  # rare: lower() changed the length, so match the original text
-        regex = re.compile(regex.pattern, regex.flags | re.IGNORECASE)
+def _ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only: same length as ``text`` whatever it holds."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _replace(text: str, spans: list[tuple[int, int]], kind: str, counts: Counter[str]) -> str:
     pieces: list[str] = []
     pos = 0
-    for match in regex.finditer(haystack):
-        number = next((g for g in groups if match.start(g) != -1), groups[0])
-        a, b = match.span(number)
-        secret = text[a:b]
-        if not secret or (pattern.check is not None and not pattern.check(secret)):
+    for a, b in spans:
+        if a < pos:  # overlapping matches of one pattern: the first wins
             continue
-        counts[pattern.kind] += 1
-        pieces += (text[pos:a], placeholder(pattern.kind))
+        counts[kind] += 1
+        pieces += (text[pos:a], placeholder(kind))
         pos = b
-    if not pieces:
-        return text
     pieces.append(text[pos:])
     return "".join(pieces)
 
