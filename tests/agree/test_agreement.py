@@ -791,7 +791,9 @@ def test_mad_human_sample_judge_style_report(fixtures: Path) -> None:
             labels_of(human, "annotator_1"), labels_of(human, "annotator_2"), bootstrap=500
         )
     assert rep.pooled.kappa == pytest.approx(0.9, abs=1e-12)
-    assert rep.per_mode.loc["3.2", ["tp", "fp", "fn", "tn"]].tolist() == [1, 0, 1, 2]
+    # Verification labels map by their texts: the final round's disagreement is on 3.3.
+    assert rep.per_mode.loc["3.2", ["tp", "fp", "fn", "tn"]].tolist() == [3, 0, 0, 1]
+    assert rep.per_mode.loc["3.3", ["tp", "fp", "fn", "tn"]].tolist() == [1, 0, 1, 2]
     assert rep.verification is not None and rep.verification["kappa"] == 1.0
     assert rep.excluded.unmapped["reference"]["3.4 Waiting for known information"] == 2
     assert any("only 4 traces" in note for note in rep.notes)

@@ -42,8 +42,10 @@ def test_aliases_resolve_to_codes() -> None:
     tax = mast.load_taxonomy()
     assert tax.code_for_name("Action-Reasoning Mismatch") == "2.6"
     assert tax.code_for_name("  information WITHOLDING ") == "2.4"
-    assert tax.code_for_name("Lack of critical verification") == "3.2"
-    assert tax.code_for_name("Lack of result verification") == "3.3"
+    # By definition: "result verification" (checking left out) is 3.2, "critical
+    # verification" (a verifier that exists but is weak) is 3.3.
+    assert tax.code_for_name("Lack of result verification") == "3.2"
+    assert tax.code_for_name("Lack of critical verification") == "3.3"
     assert tax.code_for_name("Nonexistent mode") is None
 
 
@@ -126,8 +128,8 @@ ROUND1 = {
     "2.5": "Ignoring suggestions from agents",
     "2.6": "Inconsistency between reasoning and action",
     "3.1": "Ill specified termination condition leading to premature termination",
-    "3.2": "Lack of critical verification",
-    "3.3": "Lack of result verification",
+    "3.2": "Lack of result verification",
+    "3.3": "Lack of critical verification",
 }
 ROUNDS23_CODES = {
     "1.1": "1.1",
@@ -142,8 +144,8 @@ ROUNDS23_CODES = {
     "2.5": "2.7",
     "2.6": "1.2",
     "3.1": "3.1",
-    "3.2": "3.2",
-    "3.3": "3.3",
+    "3.2": "3.3",  # draft 3.3 "Lack of result verification"
+    "3.3": "3.2",  # draft 3.2 "Lack of critical verification"
 }
 
 

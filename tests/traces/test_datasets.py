@@ -34,15 +34,15 @@ def test_mad_human_sample_labels_land_on_final_codes(fixtures: Path) -> None:
 
     round2 = traces["mad-human/7"]
     assert round2.label_sources["annotator_1"].taxonomy_version == "rounds2-3"
-    assert round2.labels["annotator_1"].positives == [
-        "3.3"
-    ]  # Rounds 2-3 3.3 Lack of result verification
+    # Rounds 2-3 draft 3.3 "Lack of result verification" (checking left out) is final 3.2.
+    assert round2.labels["annotator_1"].positives == ["3.2"]
     assert len(round2.label_sources["annotator_1"].unmapped) == 3
 
     final = traces["mad-human/16"]
     assert final.label_sources["annotator_2"].taxonomy_version == "final"
     assert final.labels["annotator_1"].positives == ["1.1", "3.2", "3.3"]
-    assert final.labels["annotator_2"].positives == ["3.3"]
+    # The final round prints the "result verification" text under 3.3: read by text, 3.2.
+    assert final.labels["annotator_2"].positives == ["3.2"]
     assert final.label_sources["annotator_1"].unmapped == {}
     assert final.system == "MetaGPT" and final.benchmark == "MMLU"
     assert traces["mad-human/2"].labels["annotator_3"].positives == ["1.5", "2.5"]
@@ -54,7 +54,7 @@ def test_mad_human_nan_tokens_are_unknown_not_no(fixtures: Path) -> None:
     first, second = mast.traces.datasets.load_mad_human(path)
     assert first.labels["annotator_2"]["1.1"] is None
     assert first.labels["annotator_1"]["1.1"] is True
-    assert second.labels["annotator_1"]["3.3"] is None  # Rounds 2-3 "3.3" maps to final 3.3
+    assert second.labels["annotator_1"]["3.2"] is None  # Rounds 2-3 "3.3" maps to final 3.2
 
 
 def test_mad_human_swapped_fields_are_put_back(tmp_path: Path, fixtures: Path) -> None:

@@ -60,6 +60,13 @@ class FailureMode(_Strict):
     aliases: tuple[str, ...] = Field(default=(), description="Other names official files use.")
 
 
+class DecisionRule(_Strict):
+    """How to tell two (or more) easily confused modes apart, shown to the judge."""
+
+    modes: tuple[str, ...] = Field(min_length=2, description='Codes, e.g. ["3.2", "3.3"].')
+    rule: str
+
+
 class Taxonomy(_Strict):
     """A validated set of failure modes in canonical order.
 
@@ -74,6 +81,9 @@ class Taxonomy(_Strict):
     categories: tuple[Category, ...]
     stages: tuple[str, ...] = ("pre-execution", "execution", "post-execution")
     modes: tuple[FailureMode, ...]
+    decision_rules: tuple[DecisionRule, ...] = Field(
+        default=(), description="Rules for confusable pairs of modes, shown to the judge."
+    )
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Taxonomy:
@@ -92,6 +102,12 @@ class Taxonomy(_Strict):
                 )
             if mode.stage is not None and mode.stage not in self.stages:
                 raise ValueError(f"mode {mode.code} has unknown stage {mode.stage!r}")
+        for rule in self.decision_rules:
+            unknown = [c for c in rule.modes if c not in codes]
+            if unknown:
+                raise ValueError(
+                    f"decision rule for {list(rule.modes)} names unknown codes {unknown}"
+                )
         return self
 
     @property
@@ -227,6 +243,10 @@ def _load_taxonomy_file(path: Path) -> Taxonomy:
         raise TaxonomyError(_validation_message(path, exc)) from exc
 
 
+Reading = Literal["by-definition", "by-number"]
+"""How draft labels are mapped when sources disagree: by their texts (default) or numbers."""
+
+
 class DraftMode(_Strict):
     """A mode of an earlier (draft) taxonomy version and the final code it maps to."""
 
@@ -234,6 +254,15 @@ class DraftMode(_Strict):
     name: str
     maps_to: str | None = Field(description="Final code with the same definition, or null.")
     aliases: tuple[str, ...] = ()
+    readings: dict[str, str | None] = Field(
+        default_factory=dict,
+        description='Other readings of this label, e.g. {"by-number": "3.3"}.',
+    )
+    reason: str = Field(default="", description="Why maps_to is what it is (quoting the source).")
+
+    def code_for(self, reading: str = "by-definition") -> str | None:
+        """The final code under ``reading`` (``maps_to`` unless the mode lists that reading)."""
+        return self.readings.get(reading, self.maps_to)
 
 
 class LabelVersion(_Strict):
@@ -254,6 +283,19 @@ class LabelVersion(_Strict):
     def unmapped(self) -> list[DraftMode]:
         """Draft modes with no final counterpart."""
         return [m for m in self.modes if m.maps_to is None]
+
+    def reading_map(self, reading: str) -> dict[str, str]:
+        """Final code by definition -> final code under ``reading``, for labels that differ.
+
+        >>> load_label_version("rounds2-3").reading_map("by-number")
+        {'3.3': '3.2', '3.2': '3.3'}
+        """
+        out: dict[str, str] = {}
+        for mode in self.modes:
+            other = mode.code_for(reading)
+            if mode.maps_to is not None and other is not None and other != mode.maps_to:
+                out[mode.maps_to] = other
+        return out
 
     def match(self, label: str, *, cutoff: float = 0.85) -> DraftMode | None:
         """Find the draft mode a label string names, by name (never by its number alone).
@@ -310,7 +352,10 @@ def _load_version_file(path: Path) -> LabelVersion:
     except ValidationError as exc:
         raise TaxonomyError(_validation_message(path, exc)) from exc
     final = _bundled_taxonomy()
-    bad = [m.maps_to for m in version.modes if m.maps_to is not None and m.maps_to not in final]
+    named = [m.maps_to for m in version.modes] + [
+        code for m in version.modes for code in m.readings.values()
+    ]
+    bad = [code for code in named if code is not None and code not in final]
     if bad:
         raise TaxonomyError(f"{path}: maps_to codes {bad} are not codes of {final.label}")
     return version

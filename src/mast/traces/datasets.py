@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal, overload
 
 from mast.errors import DatasetChecksumError
+from mast.taxonomy import Reading
 from mast.traces import hub as _hub
 from mast.traces.catalog import (
     _IT_PREFIX,
@@ -48,6 +49,7 @@ from mast.traces.catalog import (
 from mast.traces.hub import Fetched, Pin, Target
 from mast.traces.loaders import load_traces
 from mast.traces.model import Trace
+from mast.traces.readings import apply_reading
 
 __all__ = [
     "ITBENCH_REVISION",
@@ -139,19 +141,25 @@ def load_mad_human(
     *,
     revision: str | None = None,
     sha256: str | None = None,
+    verification: Reading = "by-definition",
 ) -> list[Trace]:
     """Read ``MAD_human_labelled_dataset.json``: 3 annotators' labels on final MAST codes.
 
     Downloads and checks the file like :func:`load_mad` when ``path`` is not given. Each
     annotator's :class:`~mast.traces.model.LabelSource` records the taxonomy version of the record's
     round (``"round1"``, ``"rounds2-3"`` or ``"final"``) and the unmapped draft labels.
+    ``verification`` picks how the draft verification labels map: by their texts
+    (``"by-definition"``: "result verification" -> 3.2, "critical verification" -> 3.3) or
+    by their numbers (``"by-number"``, which swaps 3.2 and 3.3; see
+    :func:`mast.traces.readings.apply_reading`).
 
     >>> human = load_mad_human(examples_path() / "mad_human_sample.json")
     >>> first = human[0]
     >>> first.labels["annotator_1"]["1.3"], first.label_sources["annotator_1"].taxonomy_version
     (False, 'round1')
     """
-    return list(_single_file(info("mad-human"), _MAD_HUMAN, path, revision, sha256, "mad-human"))
+    traces = _single_file(info("mad-human"), _MAD_HUMAN, path, revision, sha256, "mad-human")
+    return apply_reading(traces, verification)
 
 
 # --- Who&When -------------------------------------------------------------------------------

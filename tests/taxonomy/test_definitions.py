@@ -1,0 +1,158 @@
+"""The taxonomy text and the label versions say what the human rubric says (issue 15)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import mast
+from mast._resources import data_dir
+from mast.taxonomy import load_label_version
+from mast.traces.datasets import load_mad_human
+from mast.traces.readings import apply_reading
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+HUMAN_SAMPLE = FIXTURES / "mad" / "human_sample.json"
+
+PAIRS = [
+    {"1.1", "2.3"},
+    {"1.3", "1.4"},
+    {"1.3", "1.5"},
+    {"1.2", "2.6"},
+    {"2.2", "2.4"},
+    {"3.1", "3.2"},
+    {"3.2", "3.3"},
+]
+
+
+def test_every_confusable_pair_has_a_decision_rule() -> None:
+    tax = mast.load_taxonomy()
+    ruled = [set(rule.modes) for rule in tax.decision_rules]
+    for pair in PAIRS:
+        assert pair in ruled, f"no decision rule for {sorted(pair)}"
+    loop = next(r.rule for r in tax.decision_rules if set(r.modes) == {"1.3", "1.5"})
+    assert "root mode only" in loop
+
+
+def test_verification_meanings_follow_the_paper() -> None:
+    tax = mast.load_taxonomy()
+    # 3.2 holds with or without a verifier role; 3.3 needs a check that happened.
+    assert "with or without a verifier role" in tax["3.2"].definition
+    assert "verification actually took place" in tax["3.3"].definition
+    assert "supposed to" not in tax["3.2"].definition
+
+
+def test_human_rubric_inclusions_are_not_excluded() -> None:
+    tax = mast.load_taxonomy()
+    # Human 1.1: "constraints or requirements of a given task" (no "explicit" needed).
+    assert "explicit" not in tax["1.1"].definition
+    # Human 3.1 counts pending verification of outputs as necessary information.
+    assert "verification of outputs" in tax["3.1"].definition
+    not_31 = " ".join(tax["3.1"].not_this)
+    assert "stopped before verifying" not in not_31
+    # 1.4's look-for list describes losing recent context, not redoing work (that is 1.3).
+    assert not any("recomputes" in item for item in tax["1.4"].look_for)
+    # Repeated framework text is named as not 1.3.
+    assert any("framework text" in item for item in tax["1.3"].not_this)
+
+
+def test_differences_with_the_human_rubric_are_recorded_in_the_file() -> None:
+    text = (data_dir("taxonomy") / "mast.yaml").read_text(encoding="utf-8")
+    for marker in ("# Human rubric", "other way round", "ITBench"):
+        assert marker in text
+
+
+def _draft(version: str, name: str) -> mast.taxonomy.DraftMode:
+    mode = load_label_version(version).match(name)
+    assert mode is not None, name
+    return mode
+
+
+@pytest.mark.parametrize("version", ["round1", "rounds2-3"])
+def test_draft_verification_labels_map_by_their_text(version: str) -> None:
+    result = _draft(version, "Lack of result verification")
+    critical = _draft(version, "Lack of critical verification")
+    assert (result.maps_to, critical.maps_to) == ("3.2", "3.3")
+    assert (result.code_for("by-number"), critical.code_for("by-number")) == ("3.3", "3.2")
+    # The reason quotes the file's own text for the label.
+    assert "Omission of proper checking" in result.reason
+    assert "verifier exists in the system" in critical.reason
+
+
+def test_final_round_maps_by_text_and_records_the_name_conflict() -> None:
+    final = load_label_version("final")
+    named_32 = final.match("3.2 No or Incomplete Verification\n\nLack of critical verification")
+    named_33 = final.match("3.3 Incorrect Verification\n\nLack of result verification")
+    assert named_32 is not None and named_33 is not None
+    assert (named_32.maps_to, named_33.maps_to) == ("3.3", "3.2")
+    assert (named_32.code_for("by-number"), named_33.code_for("by-number")) == ("3.2", "3.3")
+    header = (data_dir("taxonomy") / "versions" / "final.yaml").read_text(encoding="utf-8")
+    assert "names and the texts disagree" in header
+
+
+def test_version_reasons_quote_the_human_file() -> None:
+    """Every quoted reason is text that the bundled MAD sample prints with its label."""
+    records = yaml.safe_load(HUMAN_SAMPLE.read_text(encoding="utf-8").replace("NaN", "null"))
+    labels = {a["failure mode"] for record in records for a in record["annotations"]}
+    corpus = " ".join(" ".join(label.split()) for label in labels)
+    for version in ("round1", "rounds2-3", "final"):
+        for mode in load_label_version(version).modes:
+            for quote in re.findall(r'"([^"]+)"', mode.reason):
+                assert " ".join(quote.split()) in corpus, (version, mode.name, quote)
+
+
+def test_by_number_reading_swaps_verification_labels_only() -> None:
+    by_text = load_mad_human(HUMAN_SAMPLE)
+    by_number = load_mad_human(HUMAN_SAMPLE, verification="by-number")
+    assert [t.id for t in by_text] == [t.id for t in by_number]
+    changed = 0
+    for a, b in zip(by_text, by_number, strict=True):
+        assert b.metadata["label_reading"] == "by-number"
+        for annotator, vector in a.labels.items():
+            other = b.labels[annotator]
+            assert other["3.2"] == vector["3.3"] and other["3.3"] == vector["3.2"]
+            for code in vector:
+                if code not in ("3.2", "3.3"):
+                    assert other[code] == vector[code]
+            changed += vector["3.2"] != vector["3.3"]
+    # Rounds 2 (trace 7) and final (trace 16) have labels where the two differ.
+    assert changed >= 2
+    # Round 2's "result verification" (draft 3.3), marked by all three, is final 3.2.
+    seven = next(t for t in by_text if t.id == "mad-human/7")
+    assert [seven.labels[a]["3.2"] for a in sorted(seven.labels)] == [True, True, True]
+
+
+def test_apply_reading_rejects_unknown_readings() -> None:
+    with pytest.raises(ValueError, match="by-definition"):
+        apply_reading([], "by-name")  # type: ignore[arg-type]
+    traces = load_mad_human(HUMAN_SAMPLE)
+    assert apply_reading(traces, "by-definition") == traces
+
+
+def test_version_file_readings_must_name_final_codes(tmp_path: Path) -> None:
+    path = tmp_path / "v.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "x",
+                "version": "x",
+                "modes": [
+                    {"code": "1", "name": "Foo", "maps_to": "3.2", "readings": {"by-number": "9.9"}}
+                ],
+            }
+        )
+    )
+    with pytest.raises(mast.TaxonomyError, match=r"9\.9"):
+        load_label_version(path)
+
+
+def test_decision_rules_must_name_known_codes(tmp_path: Path) -> None:
+    data = yaml.safe_load((data_dir("taxonomy") / "mast.yaml").read_text(encoding="utf-8"))
+    data["decision_rules"] = [{"modes": ["3.2", "9.9"], "rule": "x"}]
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(mast.TaxonomyError, match="unknown codes"):
+        mast.load_taxonomy(path)
