@@ -57,6 +57,31 @@ def test_wheel_installs_into_a_fresh_venv_and_loads_its_data(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["14 Reasoning-Action Mismatch 18", "7"]
+    # `mast report` needs no extra: matplotlib is a plain dependency of the wheel ...
+    metadata = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.requires('mast-annotator'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'matplotlib>=3.7'" in metadata  # without an "; extra == …" marker
+    # ... and the installed command writes a report.
+    results = tmp_path / "results.jsonl"
+    subprocess.run(
+        [str(env_dir / "bin" / "mast"), "annotate", "--model", "heuristic", "--out", str(results)]
+        + [str(p) for p in sorted((ROOT / "src/mast/traces/examples").glob("ag2_*.json"))],
+        capture_output=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    made = subprocess.run(
+        [str(env_dir / "bin" / "mast"), "report", str(results), "--out", "r.html"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    assert 'id="mast-data"' in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def _readme_commands() -> list[str]:

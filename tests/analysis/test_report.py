@@ -96,11 +96,15 @@ def test_every_section_is_there(html: str) -> None:
 
 
 def test_trace_derived_text_is_escaped(html: str) -> None:
-    assert "<script" not in html.lower()  # not one script element: none of ours, none injected
-    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
-    assert "<img src=x" not in html and "&lt;img src=x onerror=" in html
-    assert "<b>loud</b>" not in html and "&lt;b&gt;loud&lt;/b&gt;" in html
-    assert "I will &lt;/pre&gt; repeat myself" in html  # cannot close the <pre> it sits in
+    # Exactly our two script elements (the explorer's data and its code); none injected.
+    assert html.lower().count("<script") == 2
+    assert '<script type="application/json" id="mast-data">' in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html  # the page title
+    assert "<img src=x" not in html and "<b>loud</b>" not in html
+    # Inside the inline JSON every "<" is escaped, so trace text cannot close the element.
+    data = html[html.index('id="mast-data">') : html.index("</script>")]
+    assert "<" not in data.split(">", 1)[1] and "\\u003cscript\\u003e" in data
+    assert "I will \\u003c/pre\\u003e repeat myself" in data
 
 
 def test_figures_are_embedded_pngs(html: str) -> None:
@@ -110,12 +114,21 @@ def test_figures_are_embedded_pngs(html: str) -> None:
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing loaded from elsewhere
 
 
-def test_flagged_modes_link_to_their_evidence_steps(html: str) -> None:
-    # The evil trace is the 8th record: its 1.3 finding cites s2.
-    assert 'href="#t8-m1.3"' in html and 'id="t8-m1.3"' in html
-    assert 'href="#t8-s2"' in html and 'id="t8-s2"' in html
-    block = html[html.index('id="t8-s2"') :]
-    assert "I will &lt;/pre&gt; repeat myself" in block[:2000]
+def test_explorer_data_ties_flagged_modes_to_their_evidence_steps() -> None:
+    from mast.analysis.explorer import explorer_data
+
+    runs, traces = _runs()
+    data = explorer_data(runs, traces)
+    (evil,) = [t for t in data["traces"] if t["id"] == f"evil{EVIL}"]
+    (run,) = evil["runs"].values()
+    assert run["vector"]["1.3"] is True and run["vector"]["1.1"] is None
+    assert run["findings"]["1.3"]["evidence"][0]["step"] == "s2"
+    assert [s["id"] for s in evil["steps"]] == ["s1", "s2"]
+    (lost,) = [t for t in data["traces"] if t["id"] == "lost"]
+    assert lost["steps"] is None and lost["runs"][f"run{EVIL}"]["status"] == "error"
+    # The MAD human sample carries three annotators: each, and their majority, is shown.
+    human = next(t for t in data["traces"] if t["id"].startswith("mad-human"))
+    assert {"annotator_1", "annotator_2", "annotator_3", "majority"} <= set(human["refs"])
 
 
 def test_failed_records_are_counted_with_their_reason(html: str) -> None:
@@ -141,6 +154,31 @@ def test_several_runs_side_by_side_and_trace_statistics_per_run() -> None:
     assert "before: share of traces" in page and "after: share of traces" in page
     # The same traces in two runs: outcomes are analysed run by run, never pooled.
     assert "before: Per mode (odds ratio" in page and "after: Per mode (odds ratio" in page
+    # ... and compared with each other.
+    assert 'id="runs"' in page and "Pooled Cohen&#39;s kappa between runs" in page
+    assert "before vs after, per mode" in page
+
+
+def test_excluded_section_never_contradicts_the_sections_above(html: str) -> None:
+    tail = html[html.index('id="excluded"') :]
+    assert "Nothing was left out" not in tail  # a failed record is listed in the summary
+    assert "Exclusions specific to a section are listed in it: Run summary" in tail
+
+
+def test_ci_option_reaches_the_prevalence_intervals(tmp_path: Path) -> None:
+    results = _results_file(tmp_path)
+    out = tmp_path / "wilson.html"
+    assert (
+        main(["report", str(results), "--out", str(out), "--ci", "wilson", "--bootstrap", "0"]) == 0
+    )
+    page = out.read_text(encoding="utf-8")
+    assert "prevalence intervals: wilson" in page
+    assert "use ci=&#39;wilson&#39;" not in page  # the hint names the CLI option instead
+
+
+def test_wide_tables_scroll_inside_their_box(html: str) -> None:
+    assert html.count('<div class="scroll">') >= 5
+    assert ".scroll { overflow-x: auto" in html
 
 
 def _results_file(tmp_path: Path) -> Path:
@@ -207,7 +245,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, html: str) -> None:
     for anchor in (*SECTIONS, "agreement"):
         assert f'id="{anchor}"' in dom, anchor
     assert dom.count("<img") >= 5
-    assert "<script" not in dom.lower()  # the browser parsed the escaped text as text
+    assert dom.lower().count("<script") == 2  # ours only: the escaped text stayed text
     shot = tmp_path / "report.png"
     subprocess.run(
         [browser, *flags, "--window-size=1280,2000", f"--screenshot={shot}", page.as_uri()],
@@ -221,7 +259,10 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, html: str) -> None:
 def test_docstring_example_runs() -> None:
     import doctest
 
+    import mast.analysis.explorer
     import mast.analysis.report
+    import mast.analysis.report_runs
 
-    result = doctest.testmod(mast.analysis.report, raise_on_error=False)
-    assert result.attempted > 0 and result.failed == 0
+    for module in (mast.analysis.report, mast.analysis.explorer, mast.analysis.report_runs):
+        result = doctest.testmod(module, raise_on_error=False)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -3,10 +3,14 @@
 The page has the run summary (records, statuses, failures by reason, cost and tokens),
 failure profiles (per mode and per category, with intervals), modes per trace,
 co-occurrence, the outcome analysis when outcomes are known (from ``--traces``), agreement
-with a reference when one is given, and a per-trace table that links every flagged mode to
-the steps its evidence cites.  Figures are embedded as base64 PNG, there is no script and no
-external resource, so the file can be mailed or archived as is.  Everything that comes from
-a trace or an annotation is escaped (jinja2 autoescaping): trace text is data, never markup.
+with a reference when one is given, several runs compared with each other, and an
+interactive trace explorer: a sortable, filterable trace list and, per trace, the labels of
+every run and reference side by side and a step timeline with the flagged modes marked at
+the steps their evidence cites.  Figures are embedded as base64 PNG and the explorer is a
+small vanilla script with its data inline: no external resource and no network, so the file
+can be mailed or archived as is.  Everything that comes from a trace or an annotation is
+escaped (jinja2 autoescaping in the HTML, ``\u003c`` escapes in the inline JSON, and the
+script writes it with ``textContent``): trace text is data, never markup.
 
 >>> import mast, tempfile, pathlib
 >>> traces = mast.traces.datasets.example_traces()[:3]
@@ -23,14 +27,15 @@ import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mast.traces.model import Trace
 
 if TYPE_CHECKING:
     from mast.analysis import VectorData
+from mast.analysis.explorer import embed_json, explorer_data
+from mast.analysis.report_runs import runs_compared
 from mast.analysis.report_sections import (
-    _MAX_DETAILED,
     Results,
     _agreement,
     _cooccurrence,
@@ -42,7 +47,6 @@ from mast.analysis.report_sections import (
     _runs,
     _Section,
     _summary,
-    _traces_part,
 )
 
 __all__ = ["render_report", "write_report"]
@@ -60,6 +64,7 @@ def render_report(
     inputs: Sequence[str] = (),
     bootstrap: int = 1000,
     seed: int = 0,
+    ci: Literal["bootstrap", "wilson"] = "bootstrap",
 ) -> str:
     """The report as an HTML string.
 
@@ -67,7 +72,9 @@ def render_report(
     annotations, or ``{run name: annotations}``.  ``traces``: the annotated traces, for
     trace fields (system, model, benchmark, outcome) and the text of cited steps.
     ``reference``: labels to measure agreement against (any source
-    :func:`mast.agreement` takes).  Needs matplotlib for the figures.
+    :func:`mast.agreement` takes); the explorer also shows the labels the traces carry.
+    ``ci``: the interval of the prevalence tables (``"wilson"`` stays informative at 0 % and
+    100 %, where a bootstrap interval collapses).
     """
     import jinja2
 
@@ -86,7 +93,7 @@ def render_report(
         data = collect(frame, traces=trace_list or None) if len(frame) else None
         if data is not None and len(data):
             by = _group_field(data, runs)
-            sections.append(_profiles(data, by, bootstrap, seed))
+            sections.append(_profiles(data, by, bootstrap, seed, ci))
             # Runs may annotate the same traces (two judges): pooling them would count a
             # trace twice in statistics about traces, so these two are computed per run.
             sections.append(_per_run(data, runs, _cooccurrence))
@@ -97,8 +104,12 @@ def render_report(
             )
         if reference is not None:
             sections.append(_agreement(runs, reference, reference_name, bootstrap, seed))
+        if len(runs) > 1:
+            sections.append(runs_compared(runs, bootstrap=bootstrap, seed=seed))
+        explorer = explorer_data(
+            runs, trace_list, reference=reference, reference_name=reference_name
+        )
     messages += sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    rows, details = _traces_part(runs, trace_list)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
         autoescape=True,  # everything from traces and annotations is escaped
@@ -112,13 +123,15 @@ def render_report(
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
         inputs=list(inputs) or list(runs),
-        settings=f"bootstrap {bootstrap} resamples, seed {seed}",
+        settings=f"bootstrap {bootstrap} resamples, seed {seed}, prevalence intervals: {ci}",
         sections=sections,
-        trace_rows=rows,
-        details=details,
-        max_detailed=_MAX_DETAILED,
+        explorer=explorer,
+        explorer_json=embed_json(explorer),
+        script=(_TEMPLATES / "report.js").read_text(encoding="utf-8"),
+        explorer_css=(_TEMPLATES / "report_explorer.css").read_text(encoding="utf-8"),
         messages=messages,
         excluded=_excluded(data),
+        elsewhere=_exclusions_elsewhere(sections, runs),
     )
 
 
@@ -128,6 +141,17 @@ def _excluded(data: VectorData | None) -> list[str]:
     unknown = {c: int((data.values[:, j] < 0).sum()) for j, c in enumerate(data.codes)}
     lines: list[str] = data.excluded.replace(unknown_cells=unknown).lines()
     return lines
+
+
+def _exclusions_elsewhere(sections: Sequence[_Section], runs: Results) -> list[str]:
+    """Titles of the sections that list their own exclusions, so the closing "Excluded"
+    list never claims that nothing was left out while a section above says otherwise."""
+    named = []
+    for section in sections:
+        text = " ".join([*section.notes, *(t[0] for t in section.tables)]).lower()
+        if any(word in text for word in ("excluded", "left out", "no statistic", "unknown")):
+            named.append(section.title)
+    return named
 
 
 def write_report(results: Results, out: str | Path, **options: Any) -> Path:

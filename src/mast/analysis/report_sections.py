@@ -1,5 +1,6 @@
 """The sections of the HTML report (:mod:`mast.analysis.report`): summary, failure profiles,
-co-occurrence, outcomes, agreement and per-trace evidence, each as tables and figures.
+co-occurrence, outcomes and agreement, each as tables and figures (the per-trace explorer
+is :mod:`mast.analysis.explorer`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
 
     from mast.analysis import VectorData
 
-_STEP_CHARS = 1200  # characters of a cited step shown in the evidence section
-_MAX_DETAILED = 500  # traces with an evidence block (the table lists all of them)
 Results = Mapping[str, Sequence[Annotation]] | Sequence[Annotation] | str | Path | Sequence[Path]
 
 
@@ -180,17 +179,27 @@ def _group_field(data: VectorData, runs: Mapping[str, Sequence[Annotation]]) -> 
     return None
 
 
-def _profiles(data: VectorData, by: str | None, bootstrap: int, seed: int) -> _Section:
+def _profiles(
+    data: VectorData, by: str | None, bootstrap: int, seed: int, ci: str = "bootstrap"
+) -> _Section:
     from mast import analysis
 
     section = _Section("Failure profiles", "profiles")
-    prev = analysis.prevalence(data, by=by, bootstrap=bootstrap, seed=seed)
-    cats = analysis.prevalence(data, by=by, level="category", bootstrap=bootstrap, seed=seed)
+    kind: Any = ci
+    prev = analysis.prevalence(data, by=by, bootstrap=bootstrap, seed=seed, ci=kind)
+    cats = analysis.prevalence(
+        data, by=by, level="category", bootstrap=bootstrap, seed=seed, ci=kind
+    )
     section.figures.append(("Prevalence per mode", _png(prev.plot())))
     section.figures.append(("Categories: share of all flags", _png(cats.plot("share_of_flags"))))
     for caption, result in (("Per mode", prev), ("Per category", cats)):
         section.tables.append((caption, _wide(result, by)))
-    section.notes += prev.notes + prev.excluded.lines()
+    # The analysis notes speak to API users; here the same switch is a command-line option.
+    section.notes += [
+        note.replace("use ci='wilson'", "use --ci wilson (ci='wilson' in Python)")
+        for note in prev.notes
+    ]
+    section.notes += prev.excluded.lines()
     mpt = analysis.modes_per_trace(data, by=by, bootstrap=bootstrap, seed=seed)
     section.figures.append(("Modes per trace", _png(mpt.plot())))
     section.tables.append(
@@ -446,111 +455,3 @@ def _agreement(
         )
         section.notes += [f"{run}: excluded: {line}" for line in rep.excluded.lines()]
     return section
-
-
-def _traces_part(
-    runs: Mapping[str, Sequence[Annotation]], traces: Sequence[Trace]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows of the per-trace table and the evidence blocks they link to."""
-    from mast.taxonomy import load_taxonomy
-
-    tax = load_taxonomy()
-    by_id = {t.id: t for t in traces}
-    rows: list[dict[str, Any]] = []
-    details: list[dict[str, Any]] = []
-    n = 0
-    for run, anns in runs.items():
-        for ann in anns:
-            n += 1
-            anchor = f"t{n}"
-            trace = by_id.get(ann.trace_id)
-            flagged = []
-            for code in ann.vector.positives:
-                finding = ann.findings.get(code)
-                steps = [e.step_id for e in finding.evidence] if finding else []
-                flagged.append(
-                    {
-                        "code": code,
-                        "anchor": f"{anchor}-m{code}",
-                        "steps": [{"id": s, "anchor": f"{anchor}-{s}"} for s in steps],
-                        "ungrounded": bool(finding and finding.grounded is False),
-                    }
-                )
-            rows.append(
-                {
-                    "anchor": anchor,
-                    "trace_id": ann.trace_id,
-                    "run": run,
-                    "system": trace.system if trace else None,
-                    "outcome": trace.outcome.value if trace else None,
-                    "status": ann.status,
-                    "flagged": flagged,
-                    "unknown": len(ann.vector.unknown),
-                    "detailed": n <= _MAX_DETAILED and bool(flagged or ann.summary),
-                }
-            )
-            if n > _MAX_DETAILED or not (flagged or ann.summary):
-                continue
-            modes = []
-            cited: dict[str, dict[str, Any]] = {}
-            for item in flagged:
-                code = str(item["code"])
-                finding = ann.findings.get(code)
-                modes.append(
-                    {
-                        "code": code,
-                        "name": tax[code].name if code in tax else code,
-                        "anchor": item["anchor"],
-                        "rationale": finding.rationale if finding else None,
-                        "evidence": [
-                            {
-                                "step": e.step_id,
-                                "anchor": f"{anchor}-{e.step_id}",
-                                "quote": e.quote,
-                                "grounded": e.grounded,
-                            }
-                            for e in (finding.evidence if finding else [])
-                        ],
-                    }
-                )
-                for e in finding.evidence if finding else []:
-                    if e.step_id in cited:
-                        continue
-                    step = _find_step(trace, e.step_id)
-                    cited[e.step_id] = {
-                        "id": e.step_id,
-                        "anchor": f"{anchor}-{e.step_id}",
-                        "agent": step.agent if step else None,
-                        "kind": step.kind.value if step else None,
-                        "text": _clip(step.content) if step else None,
-                    }
-            details.append(
-                {
-                    "anchor": anchor,
-                    "trace_id": ann.trace_id,
-                    "run": run,
-                    "summary": ann.summary,
-                    "modes": modes,
-                    "steps": sorted(cited.values(), key=lambda s: _step_number(s["id"])),
-                    "have_trace": trace is not None,
-                }
-            )
-    return rows, details
-
-
-def _find_step(trace: Trace | None, step_id: str) -> Any:
-    if trace is None:
-        return None
-    try:
-        return trace.step(step_id)
-    except KeyError:
-        return None
-
-
-def _step_number(step_id: str) -> int:
-    digits = "".join(ch for ch in step_id if ch.isdigit())
-    return int(digits) if digits else 0
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _STEP_CHARS else text[:_STEP_CHARS] + f" … [{len(text)} chars]"

@@ -38,6 +38,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         inputs=args.results,
         bootstrap=args.bootstrap,
         seed=args.seed,
+        ci=args.ci,
     )
     print(f"report written to {path}")
     return 0
@@ -51,7 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "A self-contained HTML page from results files: run summary, failure profiles, "
             "co-occurrence, outcome analysis (needs --traces with known outcomes), agreement "
-            "(with --reference) and a per-trace table linking modes to evidence steps."
+            "(with --reference), runs compared (with several results files) and a trace "
+            "explorer: a sortable, filterable list and, per trace, labels side by side and "
+            "the steps with flagged modes marked at their evidence."
         ),
     )
     p.add_argument("results", nargs="+", help="results files (JSON Lines); one run per file")
@@ -62,4 +65,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--title", default=None, help="page title")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed")
+    p.add_argument(
+        "--ci",
+        choices=("bootstrap", "wilson"),
+        default="bootstrap",
+        help="interval of the prevalence tables: bootstrap over traces (default) or Wilson's "
+        "score interval (informative at 0%% and 100%%, where the bootstrap collapses)",
+    )
     p.set_defaults(handler=_cmd_report)
