@@ -74,8 +74,18 @@ def test_annotate_duplicate_ids_is_an_error_naming_both_files(
         (tmp_path / name).mkdir()
         shutil.copy(TRACE, tmp_path / name / "run.json")
     out = tmp_path / "r.jsonl"
-    code = main(["annotate", str(tmp_path / "a"), str(tmp_path / "b"), "--model", "heuristic",
-                 "--out", str(out), "-q"])  # fmt: skip
+    code = main(
+        [
+            "annotate",
+            str(tmp_path / "a"),
+            str(tmp_path / "b"),
+            "--model",
+            "heuristic",
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     assert code == 2
     line = one_line_error(capsys)
     assert str(tmp_path / "a" / "run.json") in line and str(tmp_path / "b" / "run.json") in line
@@ -89,8 +99,20 @@ def test_rerun_after_failures_says_what_failed_earlier(
 ) -> None:
     fake_llm.default = Reply.error(400, "model does not exist")
     out = tmp_path / "r.jsonl"
-    base = ["annotate", TRACE, "--model", "openai/gpt-4o-mini", "--base-url",
-            fake_llm.openai_base_url, "--out", str(out), "--fewshot", "0", "-q", "--no-cache"]  # fmt: skip
+    base = [
+        "annotate",
+        TRACE,
+        "--model",
+        "openai/gpt-4o-mini",
+        "--base-url",
+        fake_llm.openai_base_url,
+        "--out",
+        str(out),
+        "--fewshot",
+        "0",
+        "-q",
+        "--no-cache",
+    ]
     assert main(base) == 1
     capsys.readouterr()
     assert main(base) == 1
@@ -127,8 +149,20 @@ def test_plain_text_traces_are_counted_in_the_summary(
     assert main(["inspect", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "1 plain-text trace(s)" in out and "notes" in out
-    assert main(["annotate", str(tmp_path), "--model", "heuristic", "--out",
-                 str(tmp_path / "r.jsonl"), "-q"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "annotate",
+                str(tmp_path),
+                "--model",
+                "heuristic",
+                "--out",
+                str(tmp_path / "r.jsonl"),
+                "-q",
+            ]
+        )
+        == 0
+    )
     assert "1 plain-text trace(s)" in capsys.readouterr().out
 
 

@@ -65,7 +65,7 @@ def test_a_duplicate_id_from_another_file_is_an_error_naming_both(
 ) -> None:
     fake_llm.default = Reply.text(ANSWER)
     traces = synthetic(2, source="exports/a.json") + synthetic(1, source="exports/b.json")
-    with pytest.raises(MastError, match="exports/a.json") as info:
+    with pytest.raises(MastError, match=r"exports/a\.json") as info:
         run(traces, judge_for(fake_llm), out=tmp_path / "r.jsonl", cache=False)
     assert "exports/b.json" in str(info.value) and "'t0'" in str(info.value)
     assert fake_llm.completions == []  # found before anything was paid for
@@ -132,10 +132,15 @@ def test_a_submitted_batch_is_reused_by_a_rerun_without_cache(
     async def crash() -> None:
         task = asyncio.ensure_future(
             mast.aannotate_many(
-                synthetic(2), judge, out=out, cache=False, batch=True,
-                batch_poll_interval=0.02, progress=False,
+                synthetic(2),
+                judge,
+                out=out,
+                cache=False,
+                batch=True,
+                batch_poll_interval=0.02,
+                progress=False,
             )
-        )  # fmt: skip
+        )
         while not fake_llm.batches:
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
@@ -194,8 +199,9 @@ def test_disk_full_results_file_stops_cleanly_and_keeps_paid_answers(
         written.append(annotation.trace_id)
 
     monkeypatch.setattr(ResultsStore, "append", append)
-    result = run(synthetic(3), judge_for(fake_llm), out=out, cache=cache, on_stop="return",
-                 concurrency=1)  # fmt: skip
+    result = run(
+        synthetic(3), judge_for(fake_llm), out=out, cache=cache, on_stop="return", concurrency=1
+    )
     assert result.summary.stopped == "output"
     assert str(out) in (result.summary.stop_message or "")
     assert "No space left" in (result.summary.stop_message or "")
