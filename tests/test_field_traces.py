@@ -18,7 +18,7 @@ from mast.errors import TraceFormatError
 from mast.trace import Outcome
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-WW = FIXTURES / "whoandwhen" / "Who&When"
+WW = FIXTURES / "whoandwhen_collision" / "Who&When"
 LAYOUT = FIXTURES / "itbench_layout"
 
 
