@@ -43,6 +43,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from mast.errors import GroundTruthError
+from mast.traces.itbench_layout import ground_truth_near, scenario_of_trial
 
 __all__ = [
     "DiagnosisScore",
@@ -387,13 +388,17 @@ def score_diagnosis(
 
 
 def find_ground_truth(folder: str | Path) -> Path | None:
-    """The ground-truth file of a trial folder: in it, else in its incident (parent) folder."""
+    """The ground-truth file of a trial folder: in it, else in its incident (parent) folder,
+    else ITBench's own layout: ``ground_truth/scenario_N/`` beside the runs, ``N`` read from
+    the trial's ``config.toml`` workspace path or its folder names (see
+    :mod:`mast.traces.itbench_layout`)."""
     folder = Path(folder)
     for place in (folder, folder.parent):
         for name in GROUND_TRUTH_NAMES:
             if (place / name).is_file():
                 return place / name
-    return None
+    number = scenario_of_trial(folder)
+    return None if number is None else ground_truth_near(folder, number, GROUND_TRUTH_NAMES)
 
 
 def diagnosis_file(folder: str | Path) -> Path | None:

@@ -19,16 +19,21 @@ other trace file as usual.
 
 from __future__ import annotations
 
+import errno
 import glob as _glob
+import os
+import stat
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from mast.errors import TraceFormatError
+from mast.traces.itbench_scoring import GroundTruth
 from mast.traces.itbench_scoring import is_run_folder as _is_run_folder
 from mast.traces.loaders import _itbench
-from mast.traces.loaders._files import _FORMATS, _read_file
+from mast.traces.loaders._files import _FORMATS, TraceLoadWarning, _read_file
+from mast.traces.loaders._open import is_trace_file
 from mast.traces.loaders._records import LabelMappingWarning
 from mast.traces.model import Trace
 
@@ -36,12 +41,7 @@ __all__ = ["LabelMappingWarning", "TraceLoadWarning", "formats", "load_trace", "
 
 OnError = Literal["raise", "warn", "skip"]
 
-
-_TRACE_SUFFIXES = {".json", ".jsonl", ".ndjson", ".txt", ".log"}
-
-
-class TraceLoadWarning(UserWarning):
-    """A trace or file was skipped by ``load_traces(..., on_error="warn")``."""
+GroundTruthLike = GroundTruth | Mapping[str, Any] | str | Path | None
 
 
 def formats() -> dict[str, str]:
@@ -63,6 +63,9 @@ def load_trace(path: str | Path, format: str = "auto") -> Trace:
     >>> trace = load_trace("tests/fixtures/ag2/AG2_trace1.json")  # doctest: +SKIP
     """
     path = Path(path)
+    problem = _not_a_file(path)
+    if problem is not None:
+        raise problem
     if path.is_dir():
         if format in ("auto", "itbench") and _is_run_folder(path):
             return _itbench.load_run(path)
@@ -103,6 +106,7 @@ def load_traces(
     format: str = "auto",
     on_error: OnError = "raise",
     errors: list[TraceFormatError] | None = None,
+    ground_truth: GroundTruthLike = None,
 ) -> Iterator[Trace]:
     """Stream the traces in a file, a folder (recursively), a glob pattern, or a list of them.
 
@@ -110,6 +114,9 @@ def load_traces(
     ``on_error`` decides what a bad file or record does: ``"raise"`` stops with a
     :class:`TraceFormatError`, ``"warn"`` warns and goes on, ``"skip"`` goes on silently.
     Pass a list as ``errors`` to collect every error; one bad trace never loses the others.
+    ``ground_truth`` scores ITBench trial folders against this file (or, for a folder of
+    ``scenario_N`` / ``Scenario-N`` folders, against their scenario's) instead of the ground
+    truth found beside them.
 
     >>> import mast  # doctest: +SKIP
     >>> problems = []  # doctest: +SKIP
@@ -119,7 +126,12 @@ def load_traces(
         raise ValueError(f"on_error must be 'raise', 'warn' or 'skip', got {on_error!r}")
     runs = format in ("auto", "itbench")
     for path in _expand(source, runs=runs):
-        items = _read_run(path) if path.is_dir() else _read_file(path, format)
+        if isinstance(path, TraceFormatError):
+            items: Iterable[Trace | TraceFormatError] = [path]
+        elif path.is_dir():
+            items = _read_run(path, ground_truth)
+        else:
+            items = _read_file(path, format)
         for item in items:
             if isinstance(item, Trace):
                 yield item
@@ -132,16 +144,49 @@ def load_traces(
                 warnings.warn(str(item), TraceLoadWarning, stacklevel=2)
 
 
-def _expand(source: str | Path | Iterable[str | Path], *, runs: bool = False) -> Iterator[Path]:
+def _not_a_file(path: Path) -> TraceFormatError | None:
+    """Why a path given by name cannot be read as a trace file or folder: a FIFO (reading it
+    would wait forever for a writer), a socket or device, a dangling link or a link loop."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if not path.is_symlink():
+            return None  # does not exist: the caller tries it as a glob pattern
+        if exc.errno == errno.ELOOP:
+            problem = "symbolic link loop (the link points back to itself)"
+        else:
+            problem = f"dangling symbolic link: its target {os.readlink(path)} does not exist"
+        return TraceFormatError(problem, path=path, hint="Fix or remove the link")
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return None
+    kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+    if stat.S_ISSOCK(mode):
+        kind = "a socket"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    return TraceFormatError(
+        f"is {kind}, not a trace file",
+        path=path,
+        hint="Save the stream to a file and pass that file",
+    )
+
+
+def _expand(
+    source: str | Path | Iterable[str | Path], *, runs: bool = False
+) -> Iterator[Path | TraceFormatError]:
     """Trace files to read, and (with ``runs``) ITBench trial folders, which are one trace
-    each: their session and diagnosis files are not yielded separately."""
+    each: their session and diagnosis files are not yielded separately. A path given by
+    name that cannot be read (a FIFO, a broken link) is yielded as its error."""
     if isinstance(source, (str, Path)):
         sources: Iterable[str | Path] = [source]
     else:
         sources = source
     for item in sources:
         path = Path(item)
-        if path.is_dir():
+        problem = _not_a_file(path)
+        if problem is not None:
+            yield problem
+        elif path.is_dir():
             yield from sorted(_walk(path, path, runs))
         elif path.exists():
             yield path
@@ -169,13 +214,13 @@ def _walk(folder: Path, root: Path, runs: bool, seen: set[Path] | None = None) -
             continue
         if child.is_dir():
             yield from _walk(child, root, runs, seen)
-        elif child.is_file() and child.suffix.lower() in _TRACE_SUFFIXES:
+        elif child.is_file() and is_trace_file(child):
             yield child
 
 
-def _read_run(folder: Path) -> Iterator[Trace | TraceFormatError]:
+def _read_run(folder: Path, ground_truth: GroundTruthLike) -> Iterator[Trace | TraceFormatError]:
     try:
-        yield _itbench.load_run(folder)
+        yield _itbench.load_run(folder, ground_truth=ground_truth)
     except TraceFormatError as exc:
         yield exc
 

@@ -17,6 +17,8 @@ import ijson
 from mast.errors import TraceFormatError
 from mast.traces.loaders import _claude_code, _codex, _codex_exec, _otel
 from mast.traces.loaders._nanjson import JSONTooDeep, NanToNullReader
+from mast.traces.loaders._nontrace import not_a_trace, not_a_trace_error
+from mast.traces.loaders._open import file_stem, open_binary, open_text, read_text
 from mast.traces.loaders._records import CONVERTERS, classify
 from mast.traces.loaders._session import (
     Line,
@@ -26,6 +28,7 @@ from mast.traces.loaders._session import (
     read_lines,
     sniff_session,
 )
+from mast.traces.loaders._tagging import scrub_surrogates, whoandwhen_identity
 from mast.traces.model import Trace
 from mast.traces.segment import segment
 
@@ -47,9 +50,6 @@ _FORMATS: dict[str, str] = {
     "text": "plain text log: split into steps where a framework segmenter applies",
 }
 
-# Shapes one JSON record can have (listed when a record has none of them).
-_RECORD_FORMATS = ("mad-full", "mad-human", "ag2", "whoandwhen", "chat", "mast", "otel")
-
 # Formats whose files are the events of one run: converted whole, not record by record.
 _SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {
     "otel": _otel.convert,
@@ -61,14 +61,22 @@ _SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {
 _SNIFF_BYTES = 64 * 1024
 
 
+class TraceLoadWarning(UserWarning):
+    """A trace or file was skipped by ``load_traces(..., on_error="warn")``, or a file in an
+    ITBench trial folder was skipped."""
+
+
 def _read_file(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     if format != "auto" and format not in _FORMATS:
         raise ValueError(f"unknown format {format!r}; use 'auto' or one of {sorted(_FORMATS)}")
     try:
-        with path.open("rb") as handle:
+        # Gunzipped, without a byte-order mark, UTF-16 recoded: every reader below sees
+        # UTF-8 bytes (see _open).
+        with open_binary(path) as handle:
             head = handle.read(_SNIFF_BYTES)
-    except OSError as exc:
-        yield TraceFormatError(f"cannot read file: {exc.strerror or exc}", path=path, format=format)
+    except (OSError, EOFError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        yield TraceFormatError(f"cannot read file: {reason}", path=path, format=format)
         return
     problem = _unreadable(head)
     if problem:
@@ -138,10 +146,10 @@ def _looks_like_jsonl(head: bytes) -> bool:
 
 
 def _read_text(path: Path) -> Trace:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text(path)
     seg = segment(text)
     return Trace(
-        id=path.stem,
+        id=file_stem(path),
         task=seg.task,
         steps=seg.steps,
         segmented=seg.segmented,
@@ -155,7 +163,7 @@ def _read_text(path: Path) -> Trace:
 
 def _read_jsonl(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     """JSON Lines: either one chat message per line (one trace) or one trace per line."""
-    with path.open("r", encoding="utf-8", errors="replace") as lines:
+    with open_text(path) as lines:
         numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     records: list[tuple[int, Any]] = []
     for n, line in numbered:
@@ -175,6 +183,10 @@ def _read_jsonl(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
                 )
             )
     parsed = [r for _, r in records if not isinstance(r, TraceFormatError)]
+    other = not_a_trace(parsed[0]) if parsed and format in ("auto", "jsonl") else None
+    if other is not None and all(not_a_trace(r) == other for r in parsed):
+        yield not_a_trace_error(other, path)  # once for the file, not once per line
+        return
     if parsed and all(classify(r) is None and isinstance(r, dict) and "role" in r for r in parsed):
         bad = [r for _, r in records if isinstance(r, TraceFormatError)]
         if bad:
@@ -194,7 +206,7 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
     if stripped[:1] == b"[":
         yield from _stream_array(path, format)
         return
-    with path.open("rb") as handle:
+    with open_binary(path) as handle:
         try:
             record = json.loads(handle.read().decode("utf-8"))
         except (ValueError, RecursionError) as exc:
@@ -211,12 +223,16 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
     if format is None and classify(record) is None and is_document(record):
         yield from _convert_session([(1, record)], path, "otel")
         return
+    other = not_a_trace(record) if format is None else None
+    if other is not None:
+        yield not_a_trace_error(other, path)
+        return
     yield _convert(record, format, path, None)
 
 
 def _concatenated_spans(path: Path) -> bool:
     try:
-        first = next(read_documents(path.read_text(encoding="utf-8-sig", errors="replace")))
+        first = next(read_documents(read_text(path)))
     except (ValueError, RecursionError, StopIteration):
         return False
     return is_document(first)
@@ -228,8 +244,7 @@ def _read_session(path: Path, kind: str) -> Iterator[Trace | TraceFormatError]:
     if kind == "otel" and not any(isinstance(v, (dict, list)) for _, v in lines):
         # Not JSON Lines: one pretty-printed document, or several written one after another.
         try:
-            text = path.read_text(encoding="utf-8-sig", errors="replace")
-            lines = [(1, value) for value in read_documents(text)]
+            lines = [(1, value) for value in read_documents(read_text(path))]
         except (ValueError, RecursionError) as exc:
             yield TraceFormatError(
                 f"not valid JSON ({exc})", path=path, format=kind, expected=_FORMATS[kind]
@@ -259,7 +274,7 @@ def _convert_session(
 
 
 def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceFormatError]:
-    with path.open("rb") as raw:
+    with open_binary(path) as raw:
         reader: BinaryIO = NanToNullReader(raw)  # type: ignore[assignment]
         first = True
         index = -1
@@ -274,6 +289,10 @@ def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceForma
                     and (is_span_record(record) or is_document(record))
                 ):
                     yield from _read_session(path, "otel")  # a JSON array of spans
+                    return
+                other = not_a_trace(record) if first and format is None else None
+                if other is not None:
+                    yield not_a_trace_error(other, path)  # once for the file
                     return
                 if first and _is_message_list_start(record) and format in (None, "chat"):
                     # A bare list of chat messages is one trace, not one trace per item.
@@ -300,7 +319,7 @@ def _is_message_list_start(record: Any) -> bool:
 
 
 def _read_message_array(path: Path) -> Iterator[Trace | TraceFormatError]:
-    with path.open("rb") as raw:
+    with open_binary(path) as raw:
         try:
             messages = json.loads(NanToNullReader(raw).read())
         except (ValueError, RecursionError) as exc:
@@ -322,9 +341,9 @@ def _convert(
             path=path,
             location=location,
             format="auto",
-            expected="one of: "
-            + "; ".join(f"{k}: {v}" for k, v in _FORMATS.items() if k in _RECORD_FORMATS),
-            hint="Name the format with format=... or convert the file to chat messages",
+            expected="a trace in one of the formats " + ", ".join(_FORMATS),
+            hint="Name the format with format=… (--format), or convert the file to chat "
+            "messages; mast.formats() says what each format reads",
         )
     try:
         trace = CONVERTERS[shape](record)
@@ -343,10 +362,14 @@ def _convert(
 
 def _tag(trace: Trace, path: Path, shape: str, location: str | None) -> Trace:
     """Record where a trace came from, and give id-less traces one derived from the file."""
+    trace = scrub_surrogates(trace)
     trace.source = f"{path}#{location}" if location else str(path)
     trace.format = shape
-    if not trace.id:
-        trace.id = path.stem if location is None else f"{path.stem}:{location.split()[-1]}"
+    if shape == "whoandwhen":
+        whoandwhen_identity(trace, path, location)
+    elif not trace.id:
+        stem = file_stem(path)
+        trace.id = stem if location is None else f"{stem}:{location.split()[-1]}"
     return trace
 
 

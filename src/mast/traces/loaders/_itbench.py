@@ -7,12 +7,15 @@ the matching rule and scores live in :mod:`mast.traces.itbench`.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from mast.errors import GroundTruthError, TraceFormatError
+from mast.traces.itbench_layout import ground_truth_for_scenario, scenario_of_trial
 from mast.traces.itbench_scoring import (
+    GROUND_TRUTH_NAMES,
     DiagnosisScore,
     GroundTruth,
     SuccessRule,
@@ -24,7 +27,8 @@ from mast.traces.itbench_scoring import (
     read_diagnosis,
     score_diagnosis,
 )
-from mast.traces.loaders._files import _read_file
+from mast.traces.loaders._files import TraceLoadWarning, _read_file
+from mast.traces.loaders._open import open_binary
 from mast.traces.loaders._session import dedupe_instructions, sniff_session
 from mast.traces.model import Outcome, Step, StepKind, Trace
 
@@ -39,19 +43,32 @@ def scenario_id(name: str) -> str:
 
 def session_files(folder: Path) -> list[tuple[Path, str]]:
     """The session files below a trial folder and their formats, hidden folders skipped."""
+    return _session_files(folder)[0]
+
+
+def _session_files(folder: Path) -> tuple[list[tuple[Path, str]], list[str]]:
+    """(session files and formats, why other JSON Lines files below the folder were skipped)."""
     out = []
-    for path in sorted(folder.rglob("*.jsonl")):
-        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+    skipped = []
+    candidates = [*folder.rglob("*.jsonl"), *folder.rglob("*.jsonl.gz")]
+    for path in sorted(candidates):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
             continue
         try:
-            with path.open("rb") as handle:
+            with open_binary(path) as handle:  # .jsonl.gz sessions too
                 head = handle.read(64 * 1024)
-        except OSError:
+        except (OSError, EOFError) as exc:
+            skipped.append(f"{relative}: cannot be read ({exc}); skipped")
             continue
         kind = sniff_session(head, whole_file=len(head) < 64 * 1024)
         if kind in SESSION_FORMATS:
             out.append((path, kind))
-    return out
+        else:
+            skipped.append(
+                f"{relative}: not a Codex, codex exec or Claude Code session file; skipped"
+            )
+    return out, skipped
 
 
 def build_run(
@@ -65,8 +82,8 @@ def build_run(
     if not folder.is_dir():
         raise TraceFormatError("not a folder", path=folder, format="itbench")
     sessions: list[Trace] = []
-    problems: list[str] = []
-    for path, kind in session_files(folder):
+    found, problems = _session_files(folder)
+    for path, kind in found:
         for item in _read_file(path, kind):
             if isinstance(item, TraceFormatError):
                 problems.append(str(item))
@@ -77,18 +94,24 @@ def build_run(
     sessions.sort(key=lambda t: (_first_time(t), t.metadata["session_file"]))
     steps, dedupe = _merge(sessions)
 
+    for problem in problems:
+        warnings.warn(f"{folder}: {problem}", TraceLoadWarning, stacklevel=3)
+
     incident = folder.parent.name
+    models = list(dict.fromkeys(m for t in sessions for m in _models(t)))
     metadata: dict[str, Any] = {
         "scenario": incident,
-        "scenario_id": scenario_id(incident),
+        "scenario_id": scenario_of_trial(folder) or scenario_id(incident),
         "trial": folder.name,
-        "model": next((t.model for t in sessions if t.model), None),
+        "model": ", ".join(models) or None,
+        "models": models,
         "sessions": [
             {
                 "file": t.metadata["session_file"],
                 "id": t.id,
                 "format": t.format,
                 "steps": len(t.steps),
+                "model": ", ".join(_models(t)) or None,
             }
             for t in sessions
         ],
@@ -105,8 +128,10 @@ def build_run(
     metadata["outcome_reason"] = reason
     if score is not None:
         metadata["itbench_score"] = score.model_dump()
+    # A trial folder straight under a folder named "itbench" must not read itbench/itbench/….
+    parts = [p for p in (incident, folder.name) if p.lower() != "itbench"]
     return Trace(
-        id=f"itbench/{incident}/{folder.name}",
+        id="/".join(["itbench", *parts]),
         task=next((t.task for t in sessions if t.task), None),
         system=f"ITBench SRE agent ({sessions[0].system})" if sessions else "ITBench SRE agent",
         model=metadata["model"],
@@ -129,11 +154,25 @@ def _outcome(
     if diag_path is not None:
         files["diagnosis_file"] = str(diag_path.relative_to(folder))
     gt_source: GroundTruth | Mapping[str, Any] | str | Path | None = ground_truth
-    if gt_source is None:
+    missing = (
+        "no ground truth found: none passed, none in the trial or incident folder, and no "
+        "ground_truth/scenario_N beside the runs; pass ground_truth=… (CLI: --ground-truth "
+        "PATH) to score the diagnosis"
+    )
+    if isinstance(gt_source, (str, Path)) and Path(gt_source).is_dir():
+        # A folder of scenario folders (ITBench's ground_truth/ or a snapshot folder).
+        root, number = Path(gt_source), scenario_of_trial(folder)
+        direct = [root / n for n in GROUND_TRUTH_NAMES if (root / n).is_file()]
+        gt_source = direct[0] if direct else None
+        if gt_source is None and number is not None:
+            gt_source = ground_truth_for_scenario(root, number, GROUND_TRUTH_NAMES)
+        missing = (
+            f"no ground truth for scenario {number or '?'} in {root} (looked for "
+            f"scenario_{number or 'N'}/ or Scenario-{number or 'N'}/ holding groundtruth.yaml)"
+        )
+    elif gt_source is None:
         gt_source = find_ground_truth(folder)
-        if gt_source is not None:
-            files["ground_truth_file"] = str(gt_source)
-    elif isinstance(gt_source, (str, Path)):
+    if isinstance(gt_source, (str, Path)):
         files["ground_truth_file"] = str(gt_source)
     if diag_path is None:
         return Outcome.FAILURE, "no diagnosis: agent_output.json not found", None, files
@@ -141,13 +180,7 @@ def _outcome(
     if diagnosis is None:
         return Outcome.FAILURE, f"unusable diagnosis: {problem}", None, files
     if gt_source is None:
-        return (
-            Outcome.UNKNOWN,
-            "no ground truth: none passed and no ground_truth.yaml / groundtruth.yaml "
-            "in the trial or incident folder",
-            None,
-            files,
-        )
+        return Outcome.UNKNOWN, missing, None, files
     try:
         truth = load_ground_truth(gt_source)
     except GroundTruthError as exc:
@@ -160,6 +193,14 @@ def _outcome(
         + (f"; missed {', '.join(score.missed)}" if score.missed else "")
     )
     return (Outcome.SUCCESS if ok else Outcome.FAILURE), reason, score, files
+
+
+def _models(trace: Trace) -> list[str]:
+    """Every model a session used (a Codex session may switch models midway)."""
+    listed = trace.metadata.get("models")
+    if isinstance(listed, list) and listed:
+        return [str(m) for m in listed]
+    return [trace.model] if trace.model else []
 
 
 def _first_time(trace: Trace) -> str:
@@ -244,9 +285,13 @@ def load_run(
 
     The session files in the folder (Codex rollouts, ``session.jsonl``, ``codex exec --json``
     captures, Claude Code sessions) become the steps, in time order, with repeated
-    instructions replaced by references. ``ground_truth`` overrides the file found beside
-    the run. A missing or unreadable diagnosis makes the outcome ``"failure"``; missing
-    ground truth leaves it ``"unknown"``; ``metadata["outcome_reason"]`` says why.
+    instructions replaced by references (``.jsonl.gz`` files too; any other JSON Lines file
+    is skipped with a :class:`~mast.traces.loaders.TraceLoadWarning`). ``ground_truth``
+    overrides the file found beside the run (see
+    :func:`~mast.traces.itbench.find_ground_truth`); a folder of ``scenario_N`` folders
+    picks the trial's scenario. A missing or unreadable diagnosis makes the outcome
+    ``"failure"``; missing ground truth leaves it ``"unknown"``;
+    ``metadata["outcome_reason"]`` says why.
     """
     rule, description = _success(success)
     return build_run(Path(folder), ground_truth=ground_truth, success=rule, rule_name=description)

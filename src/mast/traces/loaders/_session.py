@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mast.traces.loaders._open import open_text
 from mast.traces.model import Step, StepKind
 
 
@@ -37,7 +38,7 @@ Line = tuple[int, Any]
 def read_lines(path: Path) -> list[Line]:
     """Every non-blank line of ``path``, parsed as JSON where it is JSON."""
     out: list[Line] = []
-    with path.open("r", encoding="utf-8-sig", errors="replace") as handle:
+    with open_text(path) as handle:  # gzip, BOM and UTF-16 aware
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue

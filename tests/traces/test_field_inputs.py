@@ -15,9 +15,10 @@ import pytest
 
 import mast
 from mast.errors import TraceFormatError
-from mast.trace import Outcome
+from mast.traces.loaders import TraceLoadWarning, formats
+from mast.traces.model import Outcome
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WW = FIXTURES / "whoandwhen_collision" / "Who&When"
 LAYOUT = FIXTURES / "itbench_layout"
 
@@ -101,8 +102,7 @@ def test_itbench_explicit_ground_truth_file_or_folder(tmp_path: Path) -> None:
     trial = tmp_path / "exports" / "trial-7"
     shutil.copytree(LAYOUT / "copied" / "run-a", trial)
     (trial / "config.toml").unlink()
-    with pytest.warns(mast.TraceLoadWarning, match="no ground truth"):
-        (alone,) = mast.load_traces(trial, on_error="warn")
+    (alone,) = mast.load_traces(trial)
     assert alone.outcome is Outcome.UNKNOWN
     assert "--ground-truth" in alone.metadata["outcome_reason"]
     gt_file = LAYOUT / "ground_truth" / "scenario_2" / "groundtruth.yaml"
@@ -120,7 +120,7 @@ def test_itbench_skipped_session_file_is_warned_about(tmp_path: Path) -> None:
     trial = tmp_path / "Scenario-2" / "1"
     shutil.copytree(LAYOUT / "agent_outputs" / "2" / "1", trial)
     (trial / "sessions" / "notes.jsonl").write_text('{"hello": 1}\n{"hello": 2}\n')
-    with pytest.warns(mast.TraceLoadWarning, match="notes.jsonl"):
+    with pytest.warns(TraceLoadWarning, match="notes.jsonl"):
         trace = mast.load_trace(trial)
     assert any("notes.jsonl" in p for p in trace.metadata["session_problems"])
 
@@ -197,7 +197,7 @@ def test_results_and_label_files_are_reported_once_per_file(tmp_path: Path) -> N
 def test_unknown_shape_lists_every_format(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError) as info:
         mast.load_trace(FIXTURES / "bad" / "unknown_shape.json")
-    for name in mast.formats():
+    for name in formats():
         assert name in str(info.value)
     assert len(str(info.value)) < 600
 
