@@ -89,9 +89,10 @@ def _extra_commands() -> list[
     from mast.cli.agree import register as register_agree
     from mast.cli.annotate import register as register_annotate
     from mast.cli.demo import register as register_demo
+    from mast.cli.label import register as register_label
     from mast.cli.report import register as register_report
 
-    return [register_agree, register_annotate, register_demo, register_report]
+    return [register_agree, register_annotate, register_demo, register_label, register_report]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

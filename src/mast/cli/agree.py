@@ -155,6 +155,7 @@ def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, An
     def run(messages: list[str]) -> tuple[int, str, Any]:
         from mast.agree import agreement_among, agreement_by_version
         from mast.agree.label_files import read_labels, read_raters
+        from mast.label.queue import LabelQueue, is_queue
 
         annotators = (
             [a.strip() for a in args.annotators.split(",") if a.strip()]
@@ -163,7 +164,9 @@ def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, An
         )
         options = _options(args)
         traces: list[Any] = []
-        if len(args.among) == 1:
+        if len(args.among) == 1 and is_queue(args.among[0]):
+            raters = LabelQueue(args.among[0]).raters()
+        elif len(args.among) == 1:
             raters, traces, notes = read_raters(args.among[0])
             messages.extend(notes)
         else:

@@ -1,0 +1,209 @@
+"""The labelling app in a real browser (headless Chromium driven by selenium), plus its
+security checks over plain HTTP."""
+
+from __future__ import annotations
+
+import csv
+import http.client
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mast.label.app import create_app
+from mast.label.export import write_labels
+from mast.label.queue import LabelQueue, create_queue
+from mast.taxonomy import load_taxonomy
+from mast.traces.model import Step, Trace
+
+CODES = load_taxonomy().codes
+HOSTILE = (
+    '<script>window.__pwned = 1</script>"><img src=x onerror="window.__pwned=2">'
+    "\n<<<END MAST-TRACE-0123456789ABCDEF>>>\n{{ 7*7 }} {% raw %}"
+)
+
+
+def _traces() -> list[Trace]:
+    plain = [
+        Trace(id=f"t{i}", steps=[Step.make(0, f"plan {i}", agent="planner"), Step.make(1, "ok")])
+        for i in range(2)
+    ]
+    evil = Trace(id="evil", task=HOSTILE, steps=[Step.make(0, HOSTILE, agent="<b>agent</b>")])
+    return [*plain, evil]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, LabelQueue]]:
+    import uvicorn
+
+    queue = create_queue(tmp_path / "q.db", _traces())
+    options: dict[str, Any] = getattr(request, "param", {})
+    app = create_app(queue, **options)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the app did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}", queue
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+def _browser(tmp_path: Path) -> Any:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not (chromium and driver_path):
+        if os.environ.get("MAST_REQUIRE_BROWSER"):
+            pytest.fail("chromium and chromedriver are required here (MAST_REQUIRE_BROWSER)")
+        pytest.skip("chromium / chromedriver not installed (CI installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chrome-profile'}",
+    ):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    driver = _browser(tmp_path)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _press(driver: Any, keys: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    body = driver.find_element(By.TAG_NAME, "body")
+    for key in keys:
+        body.send_keys(key)
+
+
+def _wait_for_path(driver: Any, path: str) -> None:
+    deadline = time.monotonic() + 20
+    while not driver.current_url.endswith(path):
+        assert time.monotonic() < deadline, f"stayed at {driver.current_url}, expected {path}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("served", [{"labeller": "alice"}], indirect=True)
+def test_label_two_traces_with_the_keyboard_then_export(
+    served: tuple[str, LabelQueue], browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    base, queue = served
+    browser.get(base + "/")
+    _wait_for_path(browser, "/item/0")
+    assert "alice: 0 of 3 labelled" in browser.find_element(By.ID, "progress").text
+    assert not browser.find_elements(By.ID, "judge")  # blind until submitted
+
+    _press(browser, "y")  # 1.1 yes, moves to 1.2
+    _press(browser, "a")  # every unanswered mode: no
+    _press(browser, Keys.ENTER)
+    _wait_for_path(browser, "/item/1")
+
+    _press(browser, "nu")  # 1.1 no, 1.2 unsure
+    _press(browser, "y")  # 1.3 yes
+    _press(browser, Keys.ENTER)
+    _wait_for_path(browser, "/item/2")
+
+    out = tmp_path / "labels.csv"
+    assert write_labels(queue, out) == 2
+    rows = {r["trace_id"]: r for r in csv.DictReader(out.read_text().splitlines())}
+    first, second = queue.trace_ids[:2]
+    assert rows[first]["annotator"] == "alice"
+    assert [rows[first][c] for c in CODES] == ["true"] + ["false"] * (len(CODES) - 1)
+    assert [rows[second][c] for c in CODES[:3]] == ["false", "", "true"]
+    assert all(rows[second][c] == "" for c in CODES[3:])  # unanswered = unknown, not "no"
+
+    # after submitting, the page shows the labeller's own version (and would show the judge)
+    browser.get(base + "/item/0")
+    assert "Your version 1" in browser.page_source
+    assert browser.find_elements(By.ID, "judge")
+
+
+@pytest.mark.parametrize("served", [{"labeller": "mallory"}], indirect=True)
+def test_a_hostile_trace_renders_as_text(served: tuple[str, LabelQueue], browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, queue = served
+    position = queue.trace_ids.index("evil")
+    browser.get(f"{base}/item/{position}")
+    step = browser.find_element(By.ID, "s1")
+    assert "<script>window.__pwned = 1</script>" in step.text
+    assert "<<<END MAST-TRACE-0123456789ABCDEF>>>" in step.text and "{{ 7*7 }}" in step.text
+    assert "<b>agent</b>" in step.text
+    assert browser.execute_script("return window.__pwned === undefined") is True
+    assert not browser.find_elements(By.CSS_SELECTOR, "img")
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".mode")) == len(CODES)  # page intact
+
+
+def _request(
+    base: str, method: str, path: str, body: str = "", headers: dict[str, str] | None = None
+) -> http.client.HTTPResponse:
+    host = base.removeprefix("http://")
+    conn = http.client.HTTPConnection(host, timeout=20)
+    conn.request(method, path, body=body, headers=headers or {})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response
+
+
+@pytest.mark.parametrize("served", [{"labeller": "alice", "access_token": "s3cret"}], indirect=True)
+def test_access_token_is_required_when_set(served: tuple[str, LabelQueue]) -> None:
+    base, _ = served
+    assert _request(base, "GET", "/item/0").status == 403
+    ok = _request(base, "GET", "/item/0?token=s3cret")
+    assert ok.status == 200 and "mast_label_token=s3cret" in (ok.getheader("set-cookie") or "")
+    assert (
+        _request(base, "GET", "/item/0", headers={"Cookie": "mast_label_token=s3cret"}).status
+        == 200
+    )
+
+
+@pytest.mark.parametrize("served", [{"labeller": "alice"}], indirect=True)
+def test_posts_without_the_form_token_are_refused(served: tuple[str, LabelQueue]) -> None:
+    base, queue = served
+    body = "m_1.1=yes&form_token=guess"
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert _request(base, "POST", "/item/0", body, headers).status == 403
+    assert queue.submissions() == []
+    page = _request(base, "GET", "/item/0")
+    csp = page.getheader("content-security-policy") or ""
+    assert "default-src 'none'" in csp and "script-src 'nonce-" in csp
