@@ -105,6 +105,22 @@ class StatsInputError(MastError, ValueError):
     """
 
 
+class NoOverlapError(StatsInputError):
+    """Two label sources share no trace id, so nothing can be compared.
+
+    Almost always two id schemes (``mad-human/16`` against ``16``, file names against
+    record ids); the message shows a few ids from each side.
+    """
+
+
+class DuplicateLabelsWarning(UserWarning):
+    """Different traces carry identical label blocks (every annotator, every mode).
+
+    Copied labels are not independent evidence: agreement reports then bootstrap over the
+    distinct blocks (see :func:`mast.agree.blocks.duplicate_blocks`).
+    """
+
+
 class ProviderError(MastError):
     """A call to a model provider failed (HTTP error, connection, malformed reply).
 

@@ -250,14 +250,28 @@ def test_errors_exit_2_with_a_clear_message(
     assert code == 2 and "modes must be distinct codes" in err
 
 
-def test_nothing_comparable_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_no_common_trace_id_is_an_error_naming_ids_from_both_sides(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     a = tmp_path / "a.csv"
     b = tmp_path / "b.csv"
-    a.write_text("trace_id,1.1\nt1,1\n", encoding="utf-8")
-    b.write_text("trace_id,1.1\nt2,1\n", encoding="utf-8")
+    a.write_text("trace_id,1.1\nmad-human/1,1\nmad-human/2,0\n", encoding="utf-8")
+    b.write_text("trace_id,1.1\n1,1\n2,1\n", encoding="utf-8")
     code, out, err = run(capsys, "--reference", str(a), "--candidate", str(b), "--modes", "1.1")
-    assert code == 1
-    assert "no record here: t1" in out and "no trace x mode cell could be compared" in err
+    assert code == 2 and out == ""
+    assert "share no trace id" in err and "'mad-human/1'" in err and "'1'" in err
+    assert "different id schemes" in err
+
+
+def test_nothing_comparable_with_common_ids_exits_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a = tmp_path / "a.csv"
+    b = tmp_path / "b.csv"
+    a.write_text("trace_id,1.1\nt1,\n", encoding="utf-8")
+    b.write_text("trace_id,1.1\nt1,1\n", encoding="utf-8")
+    code, _, err = run(capsys, "--reference", str(a), "--candidate", str(b), "--modes", "1.1")
+    assert code == 1 and "no trace x mode cell could be compared" in err
 
 
 def test_help_lists_the_subcommand(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ The module is ``mast.agree`` (not ``mast.agreement``) so that the *function*
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -51,21 +51,38 @@ from mast.agree.base import (
     _taxonomy,
     _Undefined,
 )
+from mast.agree.baselines import BASELINES_MEANING, AgreementContext, agreement_context
+from mast.agree.blocks import DuplicateLabelsWarning, duplicate_blocks, sum_by_unit
 from mast.agree.exclusions import Exclusions, _table_exclusions
 from mast.agree.render import ci_text, num
 from mast.agree.resample import binary_metrics
-from mast.agree.table import LabelSet, labels_of, natural_key, to_table
+from mast.agree.table import (
+    MAJORITY,
+    UNKNOWN,
+    LabelSet,
+    LabelTable,
+    labels_of,
+    majority_of,
+    majority_vote,
+    natural_key,
+    to_table,
+)
 from mast.agree.versions import OVERALL, VersionReport, agreement_by_version
+from mast.errors import NoOverlapError
 from mast.taxonomy import Taxonomy
 
 __all__ = [
+    "BASELINES_MEANING",
     "MACRO",
+    "MAJORITY",
     "OVERALL",
     "POOLED",
     "VERIFICATION",
+    "AgreementContext",
     "AgreementReport",
     "AmongPooled",
     "AmongReport",
+    "DuplicateLabelsWarning",
     "Exclusions",
     "LabelSet",
     "PooledKappa",
@@ -73,7 +90,10 @@ __all__ = [
     "agreement",
     "agreement_among",
     "agreement_by_version",
+    "duplicate_blocks",
     "labels_of",
+    "majority_of",
+    "majority_vote",
 ]
 
 
@@ -126,6 +146,9 @@ class AgreementReport(_Report):
     has the merged verification row ``"3.2∨3.3"``, the ``"pooled"`` row (all cells) and the
     ``"macro"`` row (mean of the defined per-mode values).  ``intervals`` has every
     interval by method (percentile, BCa, Wald) with the number of undefined resamples.
+    ``context`` (:class:`~mast.agree.baselines.AgreementContext`) has what the pooled kappa
+    is printed beside: macro kappa over the modes with both classes, coverage, the constant
+    and chance baselines on the same cells, and kappa with unknown read as "no".
     """
 
     reference_name: str
@@ -143,6 +166,7 @@ class AgreementReport(_Report):
     seed: int | None
     confidence: float
     ci: str
+    context: AgreementContext
     _plot_metrics: ClassVar[tuple[str, ...]] = _BINARY_CI
 
     def __repr__(self) -> str:
@@ -159,8 +183,14 @@ class AgreementReport(_Report):
     def _headline(self) -> list[str]:
         p = self.pooled
         level = f"{self.confidence:.0%}"
+        c = self.context
+        unit = (
+            "traces"
+            if c.resampling == "traces"
+            else f"{c.n_units} distinct label blocks (cluster bootstrap)"
+        )
         boot = (
-            f"{level} CI {ci_text(p.boot_low, p.boot_high, 3)} (bootstrap over traces, "
+            f"{level} CI {ci_text(p.boot_low, p.boot_high, 3)} (bootstrap over {unit}, "
             f"{self.ci}, {self.bootstrap} resamples, seed {self.seed})"
             if self.bootstrap
             else "no bootstrap"
@@ -170,6 +200,7 @@ class AgreementReport(_Report):
             f"{self.n_traces} trace(s) x {len(self.modes)} mode(s) ({self.taxonomy})",
             f"pooled Cohen's kappa = {num(p.kappa)} over {p.n_cells} cells, {boot}; "
             f"Wald {ci_text(p.wald_low, p.wald_high, 3)} treats cells as independent",
+            *context_lines(c),
         ]
 
     def _display(self) -> tuple[list[str], list[list[str]], int]:
@@ -228,7 +259,25 @@ class AgreementReport(_Report):
     def to_dict(self) -> dict[str, Any]:
         """Everything in the report as JSON-serializable data (NaN becomes ``None``)."""
         sources = {"reference": self.reference_name, "candidate": self.candidate_name}
-        return self._as_dict("agreement", sources, {}, {})
+        return self._as_dict("agreement", sources, {}, {"context": self.context.to_dict()})
+
+
+def context_lines(c: AgreementContext) -> list[str]:
+    """The lines printed under every pooled kappa: macro, coverage, baselines, unknown-as-no."""
+    level = f"{c.confidence:.0%} CI"
+    coverage = "undef." if c.cells_asked == 0 else f"{c.coverage:.0%}"
+    constant = "{" + ", ".join(c.constant_modes) + "}"
+    return [
+        f"macro kappa = {num(c.macro_kappa)} {level} {ci_text(c.macro_low, c.macro_high, 3)} "
+        f"(mean over the {len(c.macro_modes)} modes with both classes in the reference); "
+        f"coverage {c.cells_scored}/{c.cells_asked} cells asked ({coverage})",
+        f"baselines on the same cells: constant judge flagging {constant} on every trace "
+        f"kappa = {num(c.constant_kappa)}; chance judge at the reference prevalence kappa = "
+        f"{num(c.chance_kappa)} (expected value)",
+        BASELINES_MEANING,
+        f"unknown counted as 'no' ({c.unknown_as_no_cells} cells): pooled kappa = "
+        f"{num(c.unknown_as_no_kappa)}, macro kappa = {num(c.unknown_as_no_macro)}",
+    ]
 
 
 def _source_name(source: object, annotator: str | None, given: str | None, default: str) -> str:
@@ -256,6 +305,7 @@ def agreement(
     candidate_annotator: str | None = None,
     reference_name: str | None = None,
     candidate_name: str | None = None,
+    clusters: Mapping[str, Hashable] | None = None,
 ) -> AgreementReport:
     """Agreement of ``candidate`` labels (e.g. an LLM judge) with ``reference`` labels.
 
@@ -274,7 +324,9 @@ def agreement(
     Point estimates and the analytic SE of kappa come from :mod:`mast.agree.stats`.  Intervals
     come from ``bootstrap`` resamples of whole traces (``0`` turns them off), seeded with
     ``seed``; ``ci`` picks which interval fills the ``*_low``/``*_high`` columns
-    (``"percentile"`` or ``"bca"``; both are in ``report.intervals``).  Values that are
+    (``"percentile"`` or ``"bca"``; both are in ``report.intervals``).  ``clusters`` maps
+    trace ids to resampling units: traces of one unit are resampled together (a cluster
+    bootstrap, e.g. over identical label blocks; see :func:`duplicate_blocks`).  Values that are
     undefined on the data (kappa of a mode nobody flagged) are NaN, with one
     :class:`~mast.agree.stats.UndefinedMetricWarning` listing them; kappa is never reported as
     1.0 for such a mode.  (AC1 and PABAK are 1.0 there by their definition: they measure raw
@@ -301,6 +353,7 @@ def agreement(
     )
     ref_at, cand_at = ref.index(), cand.index()
     ids = sorted(set(ref_at) & set(cand_at), key=natural_key)
+    _check_overlap(ref, cand)
     m = len(codes)
     r_vals = ref.values[[ref_at[i] for i in ids]].reshape(len(ids), m)
     c_vals = cand.values[[cand_at[i] for i in ids]].reshape(len(ids), m)
@@ -324,8 +377,9 @@ def agreement(
         axis=-1,
     ).astype(np.float64)
     features = np.concatenate([onehot, onehot[:, :m].sum(axis=1, keepdims=True)], axis=1)
+    units = _cluster_numbers(ids, clusters)
     boot, frame = _bootstrap_frame(
-        features,
+        sum_by_unit(features, units),
         binary_metrics,
         rows,
         m,
@@ -390,6 +444,29 @@ def agreement(
         n_traces=len(ids),
     )
     summary_rows = [r for r in (VERIFICATION, POOLED, MACRO) if r in frame.index]
+    # Context numbers over every trace the reference labelled: a trace the candidate lacks
+    # is asked and not scored (coverage), and is "no" in the unknown-as-no line.
+    cand_on_ref = np.full(ref.values.shape, UNKNOWN, dtype=np.int8)
+    for k, trace_id in enumerate(ref.ids):
+        if trace_id in cand_at:
+            cand_on_ref[k] = cand.values[cand_at[trace_id]]
+    context = agreement_context(
+        ref.values,
+        cand_on_ref,
+        codes,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        seed=seed,
+        clusters=None if clusters is None else _cluster_numbers(ref.ids, clusters),
+        ci=ci,
+    )
+    notes = _notes(frame, codes, boot, len(ids), bootstrap, "kappa", ("AC1", "PABAK"))
+    if isinstance(reference, LabelSet) and reference.voters:
+        tied = sum(len(v) for k, v in reference.ties.items() if k in ref_at)
+        notes.append(
+            f"the reference is the majority vote of {', '.join(reference.voters)}; "
+            f"{tied} tied cell(s) are unknown and left out"
+        )
     return AgreementReport(
         reference_name=ref_name,
         candidate_name=cand_name,
@@ -401,9 +478,33 @@ def agreement(
         summary=frame.loc[summary_rows],
         intervals=intervals,
         excluded=excluded,
-        notes=_notes(frame, codes, boot, len(ids), bootstrap, "kappa", ("AC1", "PABAK")),
+        notes=notes,
         bootstrap=int(bootstrap),
         seed=None if seed is None else int(seed),
         confidence=float(confidence),
         ci=ci,
+        context=context,
+    )
+
+
+def _cluster_numbers(ids: list[str], clusters: Mapping[str, Hashable] | None) -> list[int] | None:
+    """Resampling unit per trace (a trace missing from ``clusters`` is a unit of its own)."""
+    if clusters is None:
+        return None
+    numbers: dict[object, int] = {}
+    return [numbers.setdefault(clusters.get(i, ("own", i)), len(numbers)) for i in ids]
+
+
+def _check_overlap(ref: LabelTable, cand: LabelTable) -> None:
+    """Two non-empty sources without a single common trace id: an error, not a NaN report."""
+    ref_ids = [*ref.ids, *(i for ids in ref.failed.values() for i in ids)]
+    cand_ids = [*cand.ids, *(i for ids in cand.failed.values() for i in ids)]
+    if not ref_ids or not cand_ids or set(ref_ids) & set(cand_ids):
+        return
+    raise NoOverlapError(
+        f"{ref.name} and {cand.name} share no trace id, so nothing can be compared: "
+        f"{ref.name} has {len(ref_ids)} (e.g. {', '.join(map(repr, ref_ids[:3]))}), "
+        f"{cand.name} has {len(cand_ids)} (e.g. {', '.join(map(repr, cand_ids[:3]))}). "
+        "Most likely the two use different id schemes (e.g. 'mad-human/16' against '16', or "
+        "file names against record ids): make the ids match, e.g. with a trace_id column"
     )

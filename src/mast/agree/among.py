@@ -5,6 +5,7 @@ Private: import the names from :mod:`mast.agree` (or :mod:`mast`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,13 @@ from mast.agree.base import (
     _set_kappa,
     _taxonomy,
     _Undefined,
+)
+from mast.agree.blocks import (
+    DuplicateLabelsWarning,
+    block_clusters,
+    describe_duplicates,
+    duplicate_blocks,
+    sum_by_unit,
 )
 from mast.agree.exclusions import Exclusions, _table_exclusions
 from mast.agree.render import ci_text, num, table
@@ -105,6 +113,12 @@ class AmongReport(_Report):
     confidence: float
     ci: str
     tie: str
+    n_blocks: int
+    """Distinct label blocks (all annotators x all modes) among the traces."""
+    duplicate_groups: list[list[str]]
+    """Traces whose label blocks are identical (groups of two or more)."""
+    resampling: str
+    """The bootstrap's unit: ``"traces"`` or ``"label blocks"``."""
     _cube: npt.NDArray[np.int8] = field(repr=False)
     _plot_metrics: ClassVar[tuple[str, ...]] = _MULTI_CI
 
@@ -161,8 +175,19 @@ class AmongReport(_Report):
             f"pooled Fleiss' kappa = {num(p.fleiss)} {level} CI "
             f"{ci_text(p.fleiss_low, p.fleiss_high, 3)}, Krippendorff's alpha = {num(p.alpha)} "
             f"{level} CI {ci_text(p.alpha_low, p.alpha_high, 3)} over {p.n_items} items "
-            f"(bootstrap over traces, {self.ci}, {self.bootstrap} resamples, seed {self.seed})",
+            f"(bootstrap over {self._unit()}, {self.ci}, {self.bootstrap} resamples, "
+            f"seed {self.seed})",
+            *(
+                [describe_duplicates(self.duplicate_groups, self.n_traces, self.n_blocks)]
+                if self.duplicate_groups
+                else []
+            ),
         ]
+
+    def _unit(self) -> str:
+        if self.resampling == "traces":
+            return "traces"
+        return f"{self.n_blocks} distinct label blocks (cluster bootstrap)"
 
     def _display(self) -> tuple[list[str], list[list[str]], int]:
         level = f"{self.confidence:.0%} CI"
@@ -303,6 +328,7 @@ def agreement_among(
     ci: CiMethod = "percentile",
     taxonomy: Taxonomy | str | Path | None = None,
     merge_verification: bool = True,
+    resample: Literal["auto", "traces", "blocks"] = "auto",
 ) -> AmongReport:
     """Agreement among several annotators: Fleiss' kappa, Krippendorff's alpha, AC1, pairs.
 
@@ -314,6 +340,12 @@ def agreement_among(
     ``ci`` work as in :func:`agreement`; ``tie`` is the default tie policy of
     :meth:`AmongReport.majority`.  Meant for three or more annotators; two work too (Fleiss'
     kappa is then Scott's pi).
+
+    Traces whose whole label blocks (every annotator, every mode) are identical are found
+    and listed in ``report.duplicate_groups`` with a :class:`DuplicateLabelsWarning`;
+    ``resample="auto"`` then bootstraps over distinct blocks instead of traces (a cluster
+    bootstrap: copied labels are not independent evidence).  ``"blocks"`` always does,
+    ``"traces"`` never does.
 
     >>> import mast
     >>> human = [t for t in mast.traces.datasets.example_traces() if t.format == "mad-human"]
@@ -342,6 +374,18 @@ def agreement_among(
         t = tables[name]
         if t.ids:
             cube[[where[i] for i in t.ids], :, k] = t.values
+    if resample not in ("auto", "traces", "blocks"):
+        raise StatsInputError(f"resample must be 'auto', 'traces' or 'blocks'; got {resample!r}")
+    block_of = block_clusters(cube)
+    groups = duplicate_blocks(cube, ids)
+    if groups:
+        warnings.warn(
+            describe_duplicates(groups, len(ids), len(set(block_of)))
+            + ("" if resample != "traces" else " (not done here: resample='traces')"),
+            DuplicateLabelsWarning,
+            stacklevel=2,
+        )
+    by_blocks = resample == "blocks" or (resample == "auto" and bool(groups))
     rows = list(codes)
     if merge_verification and "3.2" in codes and "3.3" in codes:
         j2, j3 = codes.index("3.2"), codes.index("3.3")
@@ -353,7 +397,7 @@ def agreement_among(
     features = multi_features(cube)
     features = np.concatenate([features, features[:, :m].sum(axis=1, keepdims=True)], axis=1)
     boot, frame = _bootstrap_frame(
-        features,
+        sum_by_unit(features, block_of) if by_blocks else features,
         multi_metrics,
         rows,
         m,
@@ -433,5 +477,8 @@ def agreement_among(
         confidence=float(confidence),
         ci=ci,
         tie=tie,
+        n_blocks=len(set(block_of)),
+        duplicate_groups=groups,
+        resampling="label blocks" if by_blocks else "traces",
         _cube=cube,
     )

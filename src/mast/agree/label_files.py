@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mast.agree.table import labels_of
+from mast.agree.table import MAJORITY, labels_of, majority_vote
 from mast.errors import StatsInputError
 from mast.traces.model import Trace
 
@@ -68,6 +68,8 @@ def read_labels(path: str | Path, *, annotator: str | None = None) -> LoadedLabe
             )
         return LoadedLabels(rows, annotator or path.stem, kind, notes=notes)
     chosen = _choose(annotator, sorted(groups), path)
+    if chosen == MAJORITY and MAJORITY not in groups:
+        return LoadedLabels(majority_vote(groups), MAJORITY, kind, notes=notes)
     return LoadedLabels(groups[chosen], chosen, kind, notes=notes)
 
 
@@ -103,6 +105,13 @@ def read_traces(path: Path) -> list[Trace]:
 
 def _choose(annotator: str | None, names: list[str], path: Path) -> str:
     if annotator is not None:
+        if annotator == MAJORITY and annotator not in names:
+            if len(names) < 2:
+                raise StatsInputError(
+                    f"{path}: 'majority' needs labels from two or more annotators; the file "
+                    f"has {names or 'no labels at all'}"
+                )
+            return annotator
         if annotator not in names:
             raise StatsInputError(
                 f"{path}: no labels from annotator {annotator!r}; the file has "
@@ -115,7 +124,7 @@ def _choose(annotator: str | None, names: list[str], path: Path) -> str:
         raise StatsInputError(f"{path}: the file carries no labels")
     raise StatsInputError(
         f"{path}: labels from {len(names)} annotators {names}; say which one with "
-        "--reference-annotator / --candidate-annotator"
+        "--reference-annotator / --candidate-annotator (or 'majority' for their majority vote)"
     )
 
 

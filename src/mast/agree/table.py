@@ -33,7 +33,20 @@ from mast.traces.model import FailureVector, Trace, to_bool
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["LabelSet", "LabelTable", "labels_of", "natural_key", "to_table"]
+__all__ = [
+    "MAJORITY",
+    "LabelSet",
+    "LabelTable",
+    "human_annotators",
+    "labels_of",
+    "majority_of",
+    "majority_vote",
+    "natural_key",
+    "to_table",
+]
+
+MAJORITY = "majority"
+"""The annotator name that asks for the majority vote of the traces' human annotators."""
 
 UNKNOWN = -1
 """Cell value of an unknown (``None``) label; present is 1, absent is 0."""
@@ -59,7 +72,9 @@ class LabelSet(Mapping[str, FailureVector]):
 
     Besides the vectors it keeps what an agreement report must account for: each trace's
     taxonomy version, the draft-mode labels that have no final code (``unmapped``), and the
-    traces that carry no label from this annotator (``missing``).
+    traces that carry no label from this annotator (``missing``).  A majority vote
+    (:func:`mast.agree.majority.majority_vote`) also keeps its ``voters`` and its tied cells
+    (``ties``: trace id -> codes, unknown in the vote).
     """
 
     def __init__(
@@ -70,8 +85,12 @@ class LabelSet(Mapping[str, FailureVector]):
         versions: Mapping[str, str | None] | None = None,
         unmapped: Mapping[str, Mapping[str, bool | None]] | None = None,
         missing: Sequence[str] = (),
+        voters: Sequence[str] = (),
+        ties: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.annotator = annotator
+        self.voters: tuple[str, ...] = tuple(voters)
+        self.ties: dict[str, list[str]] = {k: list(v) for k, v in (ties or {}).items()}
         self._vectors = dict(vectors)
         self.versions: dict[str, str | None] = dict(versions or {})
         self.unmapped: dict[str, dict[str, bool | None]] = {
@@ -98,6 +117,8 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
 
     Traces without a label from ``annotator`` are left out and listed in ``.missing``;
     taxonomy versions and unmapped draft labels come from ``trace.label_sources``.
+    ``annotator="majority"`` (unless an annotator has that name) gives the majority vote of
+    the human annotators (:func:`majority_of`).
 
     >>> import mast
     >>> human = mast.traces.datasets.example_traces()
@@ -105,6 +126,11 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
     >>> len(a1), len(a1.missing), a1.versions["mad-human/2"]
     (4, 3, 'round1')
     """
+    if annotator == MAJORITY:
+        items = list(traces)
+        if not any(MAJORITY in t.labels for t in items):
+            return majority_of(items)
+        traces = items
     vectors: dict[str, FailureVector] = {}
     versions: dict[str, str | None] = {}
     unmapped: dict[str, dict[str, bool | None]] = {}
@@ -119,6 +145,79 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
         if source and source.unmapped:
             unmapped[trace.id] = dict(source.unmapped)
     return LabelSet(annotator, vectors, versions=versions, unmapped=unmapped, missing=missing)
+
+
+def human_annotators(traces: Sequence[Trace]) -> list[str]:
+    """Annotators of ``traces`` not marked as a model or rules, in natural order."""
+    names: set[str] = set()
+    for trace in traces:
+        for name in trace.labels:
+            source = trace.label_sources.get(name)
+            if source is None or source.kind == "human":
+                names.add(name)
+    return sorted(names, key=natural_key)
+
+
+def majority_vote(
+    sources: Mapping[str, object], *, taxonomy: Taxonomy | None = None, name: str = MAJORITY
+) -> LabelSet:
+    """Per trace and mode, the label most of ``sources`` (``{annotator: labels}``) gave.
+
+    Only known labels vote.  A tie is unknown (``None``) and listed in ``.ties`` (trace id
+    -> codes) so that reports can count it; a cell nobody labelled is unknown, not a tie.
+
+    >>> vote = majority_vote({"a": {"t": {"1.1": True, "1.2": True}},
+    ...                       "b": {"t": {"1.1": True, "1.2": False}},
+    ...                       "c": {"t": {"1.1": False}}})
+    >>> vote["t"]["1.1"], vote["t"]["1.2"], vote["t"]["1.3"], vote.ties
+    (True, None, None, {'t': ['1.2']})
+    """
+    if len(sources) < 2:
+        raise StatsInputError(f"a majority needs two or more annotators; got {list(sources)}")
+    from mast.taxonomy import load_taxonomy
+
+    tax = taxonomy or load_taxonomy()
+    codes = tax.codes
+    tables = [to_table(src, modes=codes, taxonomy=tax, name=str(a)) for a, src in sources.items()]
+    ids = sorted({i for t in tables for i in t.ids}, key=natural_key)
+    where = {trace_id: k for k, trace_id in enumerate(ids)}
+    pos = np.zeros((len(ids), len(codes)), dtype=np.int64)
+    neg = np.zeros_like(pos)
+    for t in tables:
+        rows = [where[i] for i in t.ids]
+        pos[rows] += t.values == 1
+        neg[rows] += t.values == 0
+    vectors: dict[str, FailureVector] = {}
+    ties: dict[str, list[str]] = {}
+    for trace_id, i in where.items():
+        values: dict[str, bool | None] = {}
+        for j, code in enumerate(codes):
+            p, q = int(pos[i, j]), int(neg[i, j])
+            values[code] = True if p > q else False if q > p else None
+            if p == q and p > 0:
+                ties.setdefault(trace_id, []).append(code)
+        vectors[trace_id] = FailureVector(values, codes=codes)
+    return LabelSet(name, vectors, voters=[str(a) for a in sources], ties=ties)
+
+
+def majority_of(traces: Iterable[Trace], annotators: Sequence[str] | None = None) -> LabelSet:
+    """The majority vote of the human annotators of ``traces`` (or of ``annotators``); ties
+    are unknown and counted in ``.ties``; versions come from the voters' label sources.
+
+    >>> import mast
+    >>> human = [t for t in mast.traces.datasets.example_traces() if t.format == "mad-human"]
+    >>> vote = majority_of(human)
+    >>> len(vote), vote.voters
+    (4, ('annotator_1', 'annotator_2', 'annotator_3'))
+    """
+    items = list(traces)
+    chosen = list(annotators) if annotators is not None else human_annotators(items)
+    vote = majority_vote({a: labels_of(items, a) for a in chosen})
+    for trace in items:
+        found = [trace.label_sources[a] for a in chosen if a in trace.label_sources]
+        if trace.id in vote and found:
+            vote.versions[trace.id] = found[0].taxonomy_version
+    return vote
 
 
 @dataclass
@@ -337,6 +436,8 @@ def _records(source: object, *, annotator: str | None, name: str) -> tuple[list[
 def _pick_annotator(traces: Sequence[Trace], annotator: str | None, name: str) -> str:
     names = sorted({a for t in traces for a in t.labels})
     if annotator is not None:
+        if annotator == MAJORITY and annotator not in names and len(names) > 1:
+            return annotator
         if annotator not in names:
             raise StatsInputError(
                 f"{name}: no trace carries labels from annotator {annotator!r}; "

@@ -29,7 +29,14 @@ examples:
   mast agree --reference human.csv --candidate results.jsonl
   mast agree --reference MAD_human.json --reference-annotator annotator_1 \\
              --candidate MAD_human.json --candidate-annotator annotator_2
+  mast agree --reference MAD_human.json --reference-annotator majority \
+             --candidate results.jsonl
   mast agree --among MAD_human.json --by-version
+
+Beside every pooled kappa: the macro kappa over modes, coverage (cells scored / asked), two
+baselines on the same cells (a constant judge flagging the most frequent modes; a judge
+flagging each mode at random at its reference prevalence) and kappa with unknown read as
+"no". No common trace id between the two sources is an error (exit 2).
 """
 
 
@@ -43,7 +50,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--reference", metavar="FILE", help="reference labels (e.g. human)")
     p.add_argument("--candidate", metavar="FILE", help="candidate labels (e.g. the judge)")
-    p.add_argument("--reference-annotator", metavar="NAME", help="whose labels in --reference")
+    p.add_argument(
+        "--reference-annotator",
+        metavar="NAME",
+        help="whose labels in --reference ('majority': the annotators' majority; ties unknown)",
+    )
     p.add_argument("--candidate-annotator", metavar="NAME", help="whose labels in --candidate")
     p.add_argument(
         "--among",

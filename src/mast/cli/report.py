@@ -60,7 +60,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("results", nargs="+", help="results files (JSON Lines); one run per file")
     p.add_argument("--traces", nargs="+", metavar="FILE", help="the annotated trace files")
     p.add_argument("--reference", metavar="LABELS", help="reference labels for agreement")
-    p.add_argument("--reference-annotator", metavar="NAME", help="whose labels in --reference")
+    p.add_argument(
+        "--reference-annotator",
+        metavar="NAME",
+        help="whose labels in --reference ('majority': the annotators' majority; ties unknown)",
+    )
     p.add_argument("--out", required=True, type=Path, help="HTML file to write")
     p.add_argument("--title", default=None, help="page title")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, overload
 
-from mast.errors import DatasetChecksumError
+from mast.errors import DatasetChecksumError, DuplicateLabelsWarning
 from mast.taxonomy import Reading
 from mast.traces import hub as _hub
 from mast.traces.catalog import (
@@ -60,6 +60,7 @@ __all__ = [
     "DatasetRevisionWarning",
     "Release",
     "UnverifiedDatasetWarning",
+    "duplicate_label_blocks",
     "example_traces",
     "examples_path",
     "info",
@@ -157,9 +158,43 @@ def load_mad_human(
     >>> first = human[0]
     >>> first.labels["annotator_1"]["1.3"], first.label_sources["annotator_1"].taxonomy_version
     (False, 'round1')
+
+    Traces whose whole label blocks (all annotators, all modes) are identical give a
+    :class:`~mast.errors.DuplicateLabelsWarning` naming the groups: the published file has
+    19 records but only 8 distinct blocks (see ``info("mad-human")``).
     """
-    traces = _single_file(info("mad-human"), _MAD_HUMAN, path, revision, sha256, "mad-human")
-    return apply_reading(traces, verification)
+    read = _single_file(info("mad-human"), _MAD_HUMAN, path, revision, sha256, "mad-human")
+    traces = apply_reading(read, verification)
+    groups = duplicate_label_blocks(traces)
+    if groups:
+        shown = "; ".join("{" + ", ".join(g) + "}" for g in groups)
+        distinct = len(traces) - sum(len(g) - 1 for g in groups)
+        warnings.warn(
+            f"{len(traces)} traces carry only {distinct} distinct label blocks (identical "
+            f"labels from every annotator on every mode): {shown}. Agreement reports bootstrap "
+            "over distinct blocks when they find this",
+            DuplicateLabelsWarning,
+            stacklevel=2,
+        )
+    return traces
+
+
+def duplicate_label_blocks(traces: Sequence[Trace]) -> list[list[str]]:
+    """Groups of trace ids (two or more) whose labels are identical for every annotator and
+    every mode; traces without labels are left out.
+
+    >>> duplicate_label_blocks(load_mad_human(examples_path() / "mad_human_sample.json"))
+    []
+    """
+    groups: dict[tuple[object, ...], list[str]] = {}
+    for trace in traces:
+        if not trace.labels:
+            continue
+        key = tuple(
+            (name, tuple(sorted(trace.labels[name].items()))) for name in sorted(trace.labels)
+        )
+        groups.setdefault(key, []).append(trace.id)
+    return [g for g in groups.values() if len(g) > 1]
 
 
 # --- Who&When -------------------------------------------------------------------------------
