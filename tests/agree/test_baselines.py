@@ -292,8 +292,10 @@ def test_cli_reference_annotator_majority(capsys: pytest.CaptureFixture[str]) ->
 
     sample = str(FIXTURES / "mad" / "human_sample.json")
     code = main(
-        ["agree", "--reference", sample, "--reference-annotator", "majority"]
-        + ["--candidate", sample, "--candidate-annotator", "annotator_2", "--bootstrap", "50"]
+        [
+            *("agree", "--reference", sample, "--reference-annotator", "majority"),
+            *("--candidate", sample, "--candidate-annotator", "annotator_2", "--bootstrap", "50"),
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0
@@ -310,8 +312,10 @@ def test_cli_majority_needs_several_annotators(
     table = tmp_path / "one.csv"
     table.write_text("trace_id,annotator,1.1\nt1,a,1\nt2,a,0\n", encoding="utf-8")
     code = main(
-        ["agree", "--reference", str(table), "--reference-annotator", "majority"]
-        + ["--candidate", str(table), "--candidate-annotator", "a"]
+        [
+            *("agree", "--reference", str(table), "--reference-annotator", "majority"),
+            *("--candidate", str(table), "--candidate-annotator", "a"),
+        ]
     )
     assert code == 2 and "'majority' needs labels from two or more annotators" in (
         capsys.readouterr().err
