@@ -297,20 +297,23 @@ def _answers(
 
 def _mode_view(tax: Taxonomy, code: str) -> dict[str, Any]:
     if code not in tax.codes:
-        return {"code": code, "name": code, "definition": "", "look_for": [], "not_this": []}
+        return {
+            "code": code,
+            "name": code,
+            "definition": "",
+            "look_for": [],
+            "not_this": [],
+            "rules": [],
+        }
     mode = tax[code]
-    rules = [
-        rule
-        for rule in getattr(tax, "decision_rules", ())
-        if code in getattr(rule, "modes", getattr(rule, "pair", ()))
-    ]
+    rules = [f"{' / '.join(r.modes)}: {r.rule}" for r in tax.decision_rules if code in r.modes]
     return {
         "code": code,
         "name": mode.name,
         "definition": mode.definition,
         "look_for": list(mode.look_for),
         "not_this": list(mode.not_this),
-        "rules": [getattr(r, "rule", str(r)) for r in rules],
+        "rules": rules,
     }
 
 
