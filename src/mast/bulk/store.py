@@ -275,7 +275,9 @@ _TOKEN_COLUMNS = (
 
 def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
     """One row per trace (index ``trace_id``), one column per failure mode, plus status,
-    error, task_completed, cost, cache and token columns.
+    error, task_completed, who/when (``decisive_agent``, ``decisive_step``,
+    ``decisive_modes``, ``decisive_reason``, ``decisive_grounded``, ``attribution_method``,
+    ``first_steps``), cost, cache and token columns.
 
     Mode columns use pandas' nullable ``boolean`` dtype, so unknown stays ``<NA>``, never
     False. Accepts annotations or the path of a results file; a key present more than once
@@ -308,6 +310,7 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
         for code in codes:
             row[code] = ann.vector.get(code)
         row["task_completed"] = ann.task_completed
+        row.update(_attribution_columns(ann))
         row["cached"] = ann.cached
         row["cost_usd"] = ann.cost_usd
         for name in _TOKEN_COLUMNS:
@@ -324,6 +327,7 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
         "error",
         *codes,
         "task_completed",
+        *_ATTRIBUTION_COLUMNS,
         "cached",
         "cost_usd",
         *_TOKEN_COLUMNS,
@@ -333,10 +337,41 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
         "created_at",
     ]
     frame = pd.DataFrame(rows, columns=columns)
-    for code in [*codes, "task_completed"]:
+    for code in [*codes, "task_completed", "decisive_grounded"]:
         frame[code] = frame[code].astype("boolean")
     for name in _TOKEN_COLUMNS:
         frame[name] = frame[name].astype("Int64")
     frame["cost_usd"] = frame["cost_usd"].astype("Float64")
     result: pd.DataFrame = frame.set_index("trace_id")
     return result
+
+
+_ATTRIBUTION_COLUMNS = (
+    "decisive_agent",
+    "decisive_step",
+    "decisive_modes",
+    "decisive_reason",
+    "decisive_grounded",
+    "attribution_method",
+    "first_steps",
+)
+
+
+def _attribution_columns(ann: Annotation) -> dict[str, Any]:
+    """Who/when columns: the decisive error, and ``"1.3=s4 (Coder); …"`` for the first steps
+    of present modes. Unknown stays ``None``."""
+    error = ann.decisive_error
+    firsts = [
+        f"{code}={f.first_step or '?'}" + (f" ({f.agent})" if f.agent else "")
+        for code, f in ann.findings.items()
+        if f.present is True and (f.first_step or f.agent)
+    ]
+    return {
+        "decisive_agent": error.agent if error else None,
+        "decisive_step": error.step_id if error else None,
+        "decisive_modes": ", ".join(error.modes) if error and error.modes else None,
+        "decisive_reason": error.reason if error else None,
+        "decisive_grounded": error.grounded if error else None,
+        "attribution_method": error.method if error else None,
+        "first_steps": "; ".join(firsts) or None,
+    }

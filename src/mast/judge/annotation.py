@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mast.judge.attribution import DecisiveError
 from mast.judge.usage import Usage
 from mast.judge.verdict import Finding
 from mast.traces.model import FailureVector
@@ -64,6 +65,12 @@ class Annotation(BaseModel):
 
     summary: str | None = None
     """The judge's short summary of what went wrong."""
+
+    decisive_error: DecisiveError | None = None
+    """Who made the error that decided a failed run, at which step, starting which modes,
+    why, and whether that holds against the trace (``None`` = not named; see
+    :mod:`mast.judge.attribution`). Filled by the judge's own answer or by a dedicated
+    attribution method (``decisive_error.method``)."""
 
     judge: dict[str, Any] = Field(default_factory=dict)
     """How the verdict was made: provider, model, temperature actually sent, max_tokens,

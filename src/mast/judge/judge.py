@@ -40,6 +40,7 @@ from mast.errors import (
     VerdictParseError,
 )
 from mast.judge.annotation import Annotation
+from mast.judge.attribution_grounding import ground_attribution
 from mast.judge.budget import (
     _DEFAULT_OUTPUT,
     _MIN_CHARS_PER_TOKEN,
@@ -467,7 +468,8 @@ class Judge:
             outcome.error = f"answer unreadable after {repairs} repair request(s): {problem}"
             return outcome
         outcome.status = "ok"
-        outcome.verdict = ground(verdict, trace, drop_ungrounded=self.drop_ungrounded)
+        grounded = ground(verdict, trace, drop_ungrounded=self.drop_ungrounded)
+        outcome.verdict = ground_attribution(grounded, trace)
         return outcome
 
     def _parse(self, completion: Completion, prompt: Prompt) -> tuple[Verdict | None, str]:
@@ -542,6 +544,7 @@ class Judge:
             findings=dict(verdict.findings) if verdict else {},
             task_completed=verdict.task_completed if verdict else None,
             summary=verdict.summary if verdict else None,
+            decisive_error=verdict.decisive_error if verdict else None,
             judge=judge,
             usage=outcome.usage,
             cost_usd=cost,

@@ -22,6 +22,13 @@ from functools import lru_cache
 from typing import Any
 
 from mast.errors import VerdictParseError
+from mast.judge.attribution import (
+    find_decisive_value,
+    first_step_in_text,
+    read_decisive_error,
+    read_first_step,
+    read_text_attribution,
+)
 from mast.judge.lenient_json import find_json_values
 from mast.judge.textformat import NameIndex, read_text_format
 from mast.judge.verdict import Evidence, Finding, Verdict
@@ -147,23 +154,30 @@ def parse_response(
         text = _drop_copied_lines(text, prompt_text, json_problems)
     reading = read_text_format(text, tax, _names(tax))
     if reading.readable:
-        findings = [
-            Finding(
-                code=code,
-                present=value,
-                rationale=reading.rationales.get(code) or None,
-                evidence=[Evidence(step_id=s) for s in reading.step_refs.get(code, [])],
+        findings = []
+        for code, value in reading.answers.items():
+            rationale = reading.rationales.get(code) or None
+            first_step, agent = first_step_in_text(rationale, normalize_step_id)
+            findings.append(
+                Finding(
+                    code=code,
+                    present=value,
+                    rationale=rationale,
+                    evidence=[Evidence(step_id=s) for s in reading.step_refs.get(code, [])],
+                    first_step=first_step,
+                    agent=agent,
+                )
             )
-            for code, value in reading.answers.items()
-        ]
+        problems = json_problems + reading.problems
         return Verdict.from_findings(
             findings,
             codes=tax.codes,
             format="text",
             task_completed=reading.task_completed,
             summary=reading.summary,
-            problems=json_problems + reading.problems,
+            problems=problems,
             raw=raw,
+            decisive_error=read_text_attribution(text, tax.codes, problems, normalize_step_id),
         )
     problems = json_problems + [p for p in reading.problems if "not answered" not in p]
     detail = "; ".join(problems[:5]) or "no mode code with a yes/no answer and no JSON verdict"
@@ -276,6 +290,7 @@ def _verdict_from_json(value: Any, truncated: bool, tax: Taxonomy, raw: str) -> 
             decided = [f for f in options if f.present is not None]
             findings.append((decided or options)[0])
     task_completed = _to_bool(task, "task_completed", problems) if task is not None else None
+    decisive = read_decisive_error(find_decisive_value(top), tax.codes, problems, normalize_step_id)
     return Verdict.from_findings(
         findings,
         codes=tax.codes,
@@ -284,6 +299,7 @@ def _verdict_from_json(value: Any, truncated: bool, tax: Taxonomy, raw: str) -> 
         summary=summary if isinstance(summary, str) else None,
         problems=problems,
         raw=raw,
+        decisive_error=decisive,
     )
 
 
@@ -352,12 +368,15 @@ def _finding(code: str, item: Any, problems: list[str]) -> Finding:
         problems.append(f"{code}: no 'present' field; unknown")
     present = _to_bool(raw_present, code, problems) if found_key else None
     rationale = _first(item, _RATIONALE_KEYS)
+    first_step, agent = read_first_step(item, normalize_step_id)
     return Finding(
         code=code,
         present=present,
         evidence=_evidence(_first(item, _EVIDENCE_KEYS), code, problems),
         rationale=str(rationale) if rationale not in (None, "") else None,
         confidence=_confidence(lowered.get("confidence"), code, problems),
+        first_step=first_step,
+        agent=agent,
     )
 
 

@@ -225,6 +225,7 @@ def _answer_json(answer: dict[str, Any]) -> str:
         "{\n"
         f'  "summary": {dump(answer["summary"], ensure_ascii=False)},\n'
         f'  "modes": {{\n{modes}\n  }},\n'
+        f'  "decisive_error": {dump(answer.get("decisive_error"), ensure_ascii=False)},\n'
         f'  "task_completed": {dump(answer["task_completed"])}\n'
         "}"
     )
@@ -254,6 +255,7 @@ def _example_answer(example: FewShotExample, taxonomy: Taxonomy) -> dict[str, An
         taxonomy=taxonomy,
         notes=notes,
         task_completed=example.task_completed,
+        agents={step.id: step.agent or step.role for step in example.steps},
     )
 
 

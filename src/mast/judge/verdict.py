@@ -16,18 +16,23 @@ for Anthropic tool input)::
         },
         ...                                    # one object per taxonomy code, all required
       },
+      "decisive_error": {"agent": …, "step_id": "s4", "modes": ["1.1"], "reason": …,
+                         "quote": …} | null,
       "task_completed": true | false | null
     }
 
 Evidence and rationale come before ``present`` so that models that write in schema order
-reason before they decide.
+reason before they decide. Each mode object also carries ``first_step`` (the earliest step
+where a present mode shows) and ``agent`` (who is responsible), and the answer names one
+``decisive_error`` for a failed run: who and when, in the same call (see
+:mod:`mast.judge.attribution`).
 
 Reading an answer into this shape is :mod:`mast.judge.parse`; checking its evidence against
 the trace is :mod:`mast.judge.grounding`.
 
 >>> schema = verdict_json_schema(load_taxonomy())
 >>> sorted(schema["properties"]), len(schema["properties"]["modes"]["required"])
-(['modes', 'summary', 'task_completed'], 14)
+(['decisive_error', 'modes', 'summary', 'task_completed'], 14)
 """
 
 from __future__ import annotations
@@ -38,10 +43,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from mast.errors import VerdictParseError
+from mast.judge.attribution import FIRST_STEP_PROPERTIES, DecisiveError, decisive_error_schema
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector
 
 __all__ = [
+    "DecisiveError",
     "Evidence",
     "Finding",
     "Verdict",
@@ -76,6 +83,12 @@ class Finding(BaseModel):
         default_factory=list,
         description="Ungrounded evidence removed by ground(..., drop_ungrounded=True).",
     )
+    first_step: str | None = Field(
+        default=None, description="Earliest step where the mode shows (None = not given)."
+    )
+    agent: str | None = Field(
+        default=None, description="Agent responsible for the mode (None = not given)."
+    )
 
     @property
     def grounded(self) -> bool | None:
@@ -105,6 +118,11 @@ class Verdict(BaseModel):
         default_factory=list, description="Everything the parser (and grounding) noticed."
     )
     raw: str = Field(default="", description="The answer exactly as received.")
+    decisive_error: DecisiveError | None = Field(
+        default=None,
+        description="Who made the error that decided a failed run, and when (None = not "
+        "named, or the run did not fail).",
+    )
 
     @model_validator(mode="after")
     def _findings_match_vector(self) -> Verdict:
@@ -131,6 +149,7 @@ class Verdict(BaseModel):
         summary: str | None = None,
         problems: Iterable[str] = (),
         raw: str = "",
+        decisive_error: DecisiveError | None = None,
     ) -> Verdict:
         """Build a verdict whose vector is taken from ``findings``; missing codes are None."""
         code_list = list(codes)
@@ -148,6 +167,7 @@ class Verdict(BaseModel):
             format=format,
             problems=list(problems),
             raw=raw,
+            decisive_error=decisive_error,
         )
 
     @property
@@ -177,11 +197,26 @@ class Verdict(BaseModel):
                     "rationale": f.rationale or "",
                     "present": f.present,
                     "confidence": f.confidence,
+                    "first_step": f.first_step,
+                    "agent": f.agent,
                 }
                 for code, f in self.findings.items()
             },
+            "decisive_error": _decisive_dict(self.decisive_error),
             "task_completed": self.task_completed,
         }
+
+
+def _decisive_dict(error: DecisiveError | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {
+        "agent": error.agent,
+        "step_id": error.step_id,
+        "modes": list(error.modes),
+        "reason": error.reason or "",
+        "quote": error.quote or "",
+    }
 
 
 # --------------------------------------------------------------------------- schema
@@ -199,7 +234,7 @@ def verdict_json_schema(
 
     >>> schema = verdict_json_schema()
     >>> schema["required"], len(schema["properties"]["modes"]["required"])
-    (['summary', 'modes', 'task_completed'], 14)
+    (['summary', 'modes', 'decisive_error', 'task_completed'], 14)
     """
     tax = taxonomy or load_taxonomy()
     finding: dict[str, Any] = {
@@ -235,8 +270,9 @@ def verdict_json_schema(
                 "type": ["number", "null"],
                 "description": "Your confidence in `present`, from 0 to 1.",
             },
+            **FIRST_STEP_PROPERTIES,
         },
-        "required": ["evidence", "rationale", "present", "confidence"],
+        "required": ["evidence", "rationale", "present", "confidence", *FIRST_STEP_PROPERTIES],
         "additionalProperties": False,
     }
     mode_props: dict[str, Any] = {}
@@ -260,12 +296,13 @@ def verdict_json_schema(
                 "required": tax.codes,
                 "additionalProperties": False,
             },
+            "decisive_error": decisive_error_schema(),
             "task_completed": {
                 "type": ["boolean", "null"],
                 "description": "Whether the run achieved its task; null if it cannot be told.",
             },
         },
-        "required": ["summary", "modes", "task_completed"],
+        "required": ["summary", "modes", "decisive_error", "task_completed"],
         "additionalProperties": False,
     }
     if not inline:
@@ -281,20 +318,47 @@ def example_answer(
     taxonomy: Taxonomy | None = None,
     notes: Mapping[str, str] | None = None,
     task_completed: bool | None = None,
+    agents: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The answer a perfect judge gives on a few-shot example, in the JSON verdict shape.
 
     ``rationale`` becomes the summary, ``notes`` the per-mode rationales, ``evidence`` the
-    cited steps (without quotes). Gold labels carry no confidence, so it is ``null``.
+    cited steps (without quotes). Gold labels carry no confidence, so it is ``null``. A
+    present mode's first step is its earliest cited step and its agent that step's speaker
+    (``agents``: step id → agent); unless the run succeeded, the decisive error is the
+    earliest first step, with the modes that start there.
 
     >>> ans = example_answer(labels={"1.3": True, "1.5": False}, evidence={"1.3": ["s4"]},
-    ...                      rationale="[s4] repeats [s2].", taxonomy=None)
+    ...                      rationale="[s4] repeats [s2].", taxonomy=None,
+    ...                      agents={"s4": "Coder"}, notes={"1.3": "Reran the search."})
     >>> ans["modes"]["1.3"]["evidence"], ans["modes"]["1.1"]["present"]
     ([{'step_id': 's4', 'quote': ''}], None)
+    >>> ans["modes"]["1.3"]["first_step"], ans["decisive_error"]["agent"]
+    ('s4', 'Coder')
     """
     tax = taxonomy or load_taxonomy()
     evidence = evidence or {}
     notes = notes or {}
+    agents = agents or {}
+
+    def first(code: str) -> str | None:
+        cited = [s for s in evidence.get(code, []) if labels.get(code) is True]
+        numbered = [(int(s[1:]), s) for s in cited if s[:1] == "s" and s[1:].isdigit()]
+        return min(numbered)[1] if numbered else None
+
+    firsts = {code: first(code) for code in tax.codes}
+    decisive: dict[str, Any] | None = None
+    starts = sorted((int(s[1:]), code) for code, s in firsts.items() if s is not None)
+    if starts and task_completed is not True:
+        step = f"s{starts[0][0]}"
+        modes = [code for n, code in starts if n == starts[0][0]]
+        decisive = {
+            "agent": agents.get(step),
+            "step_id": step,
+            "modes": modes,
+            "reason": " ".join(notes.get(modes[0], "").split()),
+            "quote": "",
+        }
     return {
         "summary": " ".join(rationale.split()),
         "modes": {
@@ -303,11 +367,18 @@ def example_answer(
                 "rationale": notes.get(code, ""),
                 "present": labels.get(code),
                 "confidence": None,
+                "first_step": firsts[code],
+                "agent": _agent_at(agents, firsts[code]),
             }
             for code in tax.codes
         },
+        "decisive_error": decisive,
         "task_completed": task_completed,
     }
+
+
+def _agent_at(agents: Mapping[str, str | None], step: str | None) -> str | None:
+    return agents.get(step) if step is not None else None
 
 
 # --------------------------------------------------------------------------- parsing

@@ -15,6 +15,7 @@ from mast.errors import (
     ContextLengthError,
 )
 from mast.judge.annotation import Annotation, Status
+from mast.judge.attribution_grounding import merge_window_attribution
 from mast.judge.budget import (
     _MAX_CONTEXT_RETRIES,
 )
@@ -163,6 +164,8 @@ async def annotate_in_windows(
             )
         )
     merged = merge(results, judge.taxonomy.codes)
+    read = [r.verdict for r in results if r.verdict is not None]
+    findings, decisive = merge_window_attribution(read, merged.findings, trace)
     described = judge.describe()
     described["fewshot"] = [ex.id for ex in ctx.examples]
     described["static_prefix_hash"] = prompts[0].static_prefix_hash
@@ -178,9 +181,10 @@ async def annotate_in_windows(
         error=merged.error,
         taxonomy=judge.taxonomy.label,
         vector=merged.vector,
-        findings=merged.findings,
+        findings=findings,
         task_completed=merged.task_completed,
         summary=merged.summary,
+        decisive_error=decisive,
         judge=described,
         usage=usage,
         cost_usd=cost,
