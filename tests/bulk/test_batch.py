@@ -237,13 +237,15 @@ def test_batch_budget_submits_what_fits_and_stops(fake_llm: FakeLLMServer, tmp_p
         max_tokens=500,
         prices={"openai/gpt-4o-mini": {"input": 1.0, "output": 1.0}},
     )
+    # One request is estimated at ≈4,100 tokens (prompt + max_tokens) at half price: the
+    # budget fits one or two of them, not ten.
     with pytest.raises(BudgetExceeded) as info:
-        run_batch(judge, synthetic(10), tmp_path, budget_usd=0.002)
+        run_batch(judge, synthetic(10), tmp_path, budget_usd=0.004)
     run = info.value.run
     assert isinstance(run, mast.AnnotationRun)
     done = run.summary.done
     assert 1 <= done < 10 and run.summary.failed_total == 0
-    assert len(fake_llm.batch_requests) == done and run.summary.cost_usd <= 0.002
+    assert len(fake_llm.batch_requests) == done and run.summary.cost_usd <= 0.004
     assert len(run.summary.not_attempted) == 10 - done
 
 
