@@ -15,7 +15,15 @@ from typing import Any, BinaryIO
 import ijson
 
 from mast.errors import TraceFormatError
-from mast.traces.loaders import _claude_code, _codex, _codex_exec, _otel
+from mast.traces.loaders import (
+    _claude_code,
+    _codex,
+    _codex_exec,
+    _inspect,
+    _langfuse,
+    _langsmith,
+    _otel,
+)
 from mast.traces.loaders._nanjson import JSONTooDeep, NanToNullReader
 from mast.traces.loaders._nontrace import not_a_trace, not_a_trace_error
 from mast.traces.loaders._open import file_stem, open_binary, open_text, read_text
@@ -40,12 +48,17 @@ _FORMATS: dict[str, str] = {
     "chat": "OpenAI-style chat messages: a list, {'messages': [...]}, or JSONL of messages",
     "mast": "a Trace written by mast (Trace.model_dump_json())",
     "otel": "OpenTelemetry spans (OTLP JSON or span records, GenAI or OpenInference "
-    "attributes): one trace per trace id",
+    "attributes; Arize Phoenix span exports too): one trace per trace id",
     "codex": "Codex CLI session JSONL (rollout-*.jsonl, session.jsonl): one trace per file",
     "codex-exec": "`codex exec --json` event stream (JSONL, stderr lines allowed): one trace",
     "claude-code": "Claude Code session JSONL (~/.claude/projects/…): one trace per file",
     "itbench": "ITBench SRE trial folder <incident>/<trial>/ with sessions, agent_output.json "
     "and ground truth: one trace with a scored outcome",
+    "langfuse": "Langfuse export: traces with 'observations', or observations with "
+    "'traceId' (JSON, JSON Lines or an API page): one trace per trace id",
+    "langsmith": "LangSmith runs: a root run with nested 'child_runs', or flat runs with "
+    "'trace_id' / 'parent_run_id' (JSON or JSON Lines): one trace per trace",
+    "inspect": "Inspect AI eval log (.eval zip archive or .json): one trace per sample",
     "jsonl": "JSON Lines, one trace per line in any of the JSON shapes above",
     "text": "plain text log: split into steps where a framework segmenter applies",
 }
@@ -56,9 +69,34 @@ _SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {
     "codex": _codex.rollout,
     "codex-exec": _codex_exec.exec_stream,
     "claude-code": _claude_code.session,
+    "langfuse": lambda lines: _langfuse.traces_from(_flat(lines)),
+    "langsmith": lambda lines: _langsmith.traces_from(_flat(lines)),
 }
+# Session formats whose file may also be one JSON document (not JSON Lines).
+_DOCUMENT_SESSIONS = {"otel", "langfuse", "langsmith"}
+
+
+def _inspect_item(item: Trace | TraceFormatError, path: Path) -> Trace | TraceFormatError:
+    if isinstance(item, TraceFormatError):
+        return item
+    sample = item.metadata.get("inspect", {}).get("sample_id")
+    return _tag(item, path, "inspect", f"sample {sample}")
+
+
+def _flat(lines: list[Line]) -> Iterator[Any]:
+    """The records of a session file: each line's value, a JSON array's items."""
+    for _, value in lines:
+        if isinstance(value, list):
+            yield from value
+        elif value is not None and not isinstance(value, str):
+            yield value
+
 
 _SNIFF_BYTES = 64 * 1024
+_ARRAY_SESSIONS: dict[str, Callable[[Any], bool]] = {
+    "langfuse": _langfuse.is_observation,
+    "langsmith": _langsmith.is_flat_run,
+}
 
 
 class TraceLoadWarning(UserWarning):
@@ -77,6 +115,11 @@ def _read_file(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     except (OSError, EOFError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         yield TraceFormatError(f"cannot read file: {reason}", path=path, format=format)
+        return
+    if format == "inspect" or (format == "auto" and _inspect.is_zip(head)):
+        # Inspect's .eval logs are zip archives: binary, so read before the text checks.
+        for item in _inspect.read_log(path):
+            yield _inspect_item(item, path)
         return
     problem = _unreadable(head)
     if problem:
@@ -223,6 +266,14 @@ def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | 
     if format is None and classify(record) is None and is_document(record):
         yield from _convert_session([(1, record)], path, "otel")
         return
+    if format is None and _inspect.is_log(record):
+        samples = record.get("samples") or []
+        for item in _inspect.samples_to_traces(record, samples, path):
+            yield _inspect_item(item, path)
+        return
+    if format is None and _langfuse.is_listing(record):
+        yield from _convert_session([(1, record)], path, "langfuse")
+        return
     other = not_a_trace(record) if format is None else None
     if other is not None:
         yield not_a_trace_error(other, path)
@@ -241,7 +292,7 @@ def _concatenated_spans(path: Path) -> bool:
 def _read_session(path: Path, kind: str) -> Iterator[Trace | TraceFormatError]:
     """A session-shaped file: all its lines (or, for spans, its JSON documents) at once."""
     lines = read_lines(path)
-    if kind == "otel" and not any(isinstance(v, (dict, list)) for _, v in lines):
+    if kind in _DOCUMENT_SESSIONS and not any(isinstance(v, (dict, list)) for _, v in lines):
         # Not JSON Lines: one pretty-printed document, or several written one after another.
         try:
             lines = [(1, value) for value in read_documents(read_text(path))]
@@ -290,6 +341,12 @@ def _stream_array(path: Path, format: str | None) -> Iterator[Trace | TraceForma
                 ):
                     yield from _read_session(path, "otel")  # a JSON array of spans
                     return
+                if first and format is None and classify(record) is None:
+                    # A JSON array of flat observations / runs: grouped into traces.
+                    kind = next((k for k, test in _ARRAY_SESSIONS.items() if test(record)), None)
+                    if kind is not None:
+                        yield from _read_session(path, kind)
+                        return
                 other = not_a_trace(record) if first and format is None else None
                 if other is not None:
                     yield not_a_trace_error(other, path)  # once for the file

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, TextIO
 __all__ = ["file_stem", "is_trace_file", "open_binary", "open_text", "read_text"]
 
 GZIP_MAGIC = b"\x1f\x8b"
-TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".txt", ".log")
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".txt", ".log", ".eval")
 
 # UTF-32 first: its little-endian mark starts with the UTF-16 one.
 _BOMS = (

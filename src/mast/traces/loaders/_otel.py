@@ -45,6 +45,8 @@ from mast.traces.loaders._otel_messages import (
     _span_messages,
     _text,
 )
+from mast.traces.loaders._phoenix import is_phoenix_span
+from mast.traces.loaders._phoenix import normalize as phoenix_normalize
 from mast.traces.loaders._session import Line, RawLine, is_span_record
 from mast.traces.model import Step, StepKind, Trace
 
@@ -175,6 +177,8 @@ def _otlp_spans(document: Mapping[str, Any], counter: Iterator[int]) -> Iterator
 
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, order: int) -> Span:
+    if is_phoenix_span(raw):
+        raw = phoenix_normalize(raw)  # nested attributes, top-level span_kind / status_code
     context = raw.get("context") if isinstance(raw.get("context"), Mapping) else {}
     assert isinstance(context, Mapping)
     trace_id = _id(_get(raw, "traceId", "trace_id") or context.get("trace_id"))
@@ -229,6 +233,8 @@ def spans_from(values: Iterable[Any]) -> list[Span]:
                 spans.extend(_otlp_spans(value, counter))
             elif is_span_record(value):
                 spans.append(_span(value, {}, None, next(counter)))
+            elif isinstance(value.get("data"), list):  # a Phoenix API page of spans
+                visit(value["data"])
             elif "resourceMetrics" in value or "resourceLogs" in value:
                 raise TraceFormatError(
                     "this is an OTLP metrics or logs export, not traces",
@@ -473,6 +479,7 @@ class _Builder:
         metadata: dict[str, Any] = {
             "trace_id": root.trace_id,
             "root_span": root.name,
+            "root_span_id": root.span_id,
             "span_count": len(spans),
             "conventions": sorted(self.conventions),
             "repeated_inputs_skipped": self.repeated,

@@ -28,6 +28,12 @@ def classify(record: object) -> str | None:
     if not isinstance(record, dict):
         return None
     keys = record.keys()
+    from mast.traces.loaders import _langfuse, _langsmith
+
+    if _langfuse.is_trace(record):
+        return "langfuse"
+    if _langsmith.is_run(record) and not record.get("parent_run_id"):
+        return "langsmith"
     if "mast_annotation" in keys and "trace" in keys:
         return "mad-full"
     if "annotations" in keys and "trace" in keys:
@@ -499,7 +505,21 @@ def native(record: Mapping[str, Any]) -> Trace:
     return Trace.model_validate(record)
 
 
+def _langfuse_trace(record: Any) -> Trace:
+    from mast.traces.loaders._langfuse import trace
+
+    return trace(record)
+
+
+def _langsmith_run(record: Any) -> Trace:
+    from mast.traces.loaders._langsmith import run_trace
+
+    return run_trace(record)
+
+
 CONVERTERS: dict[str, Callable[[Any], Trace]] = {
+    "langfuse": _langfuse_trace,
+    "langsmith": _langsmith_run,
     "mad-full": mad_full,
     "mad-human": mad_human,
     "ag2": ag2,

@@ -123,8 +123,11 @@ def is_span_record(value: object) -> bool:
 
 
 def is_document(value: object) -> bool:
-    """True for a parsed OTLP trace document or a list of span records."""
+    """True for a parsed OTLP trace document, a list of span records, or a Phoenix API page
+    of spans (``{"data": [...]}``)."""
     if isinstance(value, Mapping):
+        if isinstance(value.get("data"), list) and value["data"]:
+            return all(is_span_record(v) for v in value["data"][:5])
         return "resourceSpans" in value or "resource_spans" in value or is_span_record(value)
     if isinstance(value, list):
         return bool(value) and all(is_span_record(v) or is_document(v) for v in value[:5])
@@ -135,11 +138,25 @@ def _is_otel(v: dict[str, Any]) -> bool:
     return "resourceSpans" in v or is_span_record(v)
 
 
+def _is_langfuse(v: dict[str, Any]) -> bool:
+    from mast.traces.loaders._langfuse import is_observation
+
+    return "traceId" in v and is_observation(v)
+
+
+def _is_langsmith(v: dict[str, Any]) -> bool:
+    from mast.traces.loaders._langsmith import is_flat_run
+
+    return is_flat_run(v)
+
+
 DETECTORS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "codex": _is_codex,
     "codex-exec": _is_codex_exec,
     "claude-code": _is_claude,
     "otel": _is_otel,
+    "langfuse": _is_langfuse,
+    "langsmith": _is_langsmith,
 }
 
 # For the one line the sniff window cuts (a Codex session_meta line carrying the whole
