@@ -69,6 +69,7 @@ if _TYPE_CHECKING:
         agreement_by_version,
         labels_of,
     )
+    from mast.analysis.validation import ValidationReport, validate
 
 # Agreement needs numpy and pandas: load it on first use so that `import mast` stays fast.
 # (The implementation lives in `mast.agree`, not `mast.agreement`: a submodule named like
@@ -85,6 +86,8 @@ _LAZY = {
     "labels_of": "mast.agree",
     "plots": None,
     "stats": None,
+    "ValidationReport": "mast.analysis.validation",
+    "validate": "mast.analysis.validation",
 }
 
 
@@ -150,6 +153,7 @@ __all__ = [
     "Trace",
     "TraceFormatError",
     "Usage",
+    "ValidationReport",
     "Verdict",
     "VerdictParseError",
     "VersionReport",
@@ -175,5 +179,6 @@ __all__ = [
     "read_annotations",
     "select_examples",
     "to_frame",
+    "validate",
     "verdict_json_schema",
 ]

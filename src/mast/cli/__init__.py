@@ -91,8 +91,16 @@ def _extra_commands() -> list[
     from mast.cli.demo import register as register_demo
     from mast.cli.label import register as register_label
     from mast.cli.report import register as register_report
+    from mast.cli.validate import register as register_validate
 
-    return [register_agree, register_annotate, register_demo, register_label, register_report]
+    return [
+        register_agree,
+        register_annotate,
+        register_demo,
+        register_label,
+        register_report,
+        register_validate,
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

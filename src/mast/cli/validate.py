@@ -1,0 +1,100 @@
+"""``mast validate``: can I trust this judge?  One command from a labelled set to a report.
+
+Loads the human-labelled set (``mad-human``: MAST-Data's file at its pinned revision, or a
+path), annotates it with ``--model`` (resumable and cached in ``--out``/results.jsonl, within
+``--budget``), and writes ``--out``/report.md and report.json: kappa against each annotator
+and their majority, the human ceiling on the same cells, baselines, macro kappa, coverage,
+per mode with intervals (and the merged 3.2 ∨ 3.3 row), per taxonomy version, duplicated
+label blocks, and cost.  Kept light at import time (the work is imported when it runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mast.cli.annotate import _non_negative_float, _positive_int
+
+_EXAMPLES = """\
+examples:
+  mast validate --model heuristic --dataset labelled_traces.json --out validation/
+  mast validate --model openai/gpt-4.1 --budget 5 --out validation-gpt41/
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``validate`` subcommand to the ``mast`` parser."""
+    p = sub.add_parser(
+        "validate",
+        help="annotate a human-labelled set and report how far the judge can be trusted",
+        description=__doc__.split("\n\n", 1)[1].rsplit("  Kept light", 1)[0],
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", required=True, help="judge 'provider/model', or 'heuristic'")
+    p.add_argument(
+        "--dataset",
+        default="mad-human",
+        metavar="mad-human|PATH",
+        help="the labelled set (default: mad-human, downloaded at its pinned revision)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("mast-validate"),
+        metavar="DIR",
+        help="folder for results.jsonl, report.md and report.json (default: mast-validate)",
+    )
+    p.add_argument("--revision", default=None, help="with mad-human: another Hub revision")
+    p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
+    p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
+    p.add_argument(
+        "--budget", type=_non_negative_float, default=None, metavar="USD", help="spending cap"
+    )
+    p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument("--no-cache", action="store_true", help="do not cache answers")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=_cmd_validate)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from mast.analysis.validation import validate
+    from mast.judge.judge import Judge
+
+    judge = Judge(args.model, fewshot=args.fewshot, base_url=args.base_url)
+    report = validate(
+        judge,
+        args.dataset,
+        out=args.out,
+        budget_usd=args.budget,
+        concurrency=args.concurrency,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        revision=args.revision,
+        cache=not args.no_cache,
+        progress=not args.quiet,
+    )
+    majority = report.majority
+    c = majority.context
+    print(
+        f"{report.model} on {report.dataset}: {report.n_traces} traces; against the "
+        f"annotators' majority pooled kappa {_num(majority.pooled.kappa)}, macro kappa "
+        f"{_num(c.macro_kappa)}, coverage {c.cells_scored}/{c.cells_asked}; constant baseline "
+        f"{_num(c.constant_kappa)}, chance baseline {_num(c.chance_kappa)}; human ceiling "
+        f"{_num(report.ceilings.get('majority', float('nan')))}; cost ${report.cost_usd:.4f}"
+    )
+    if report.duplicate_groups:
+        print(
+            f"note: {report.n_traces} traces carry {report.n_blocks} distinct label blocks; "
+            "intervals resample the blocks (see the report)",
+            file=sys.stderr,
+        )
+    print(f"report: {args.out / 'report.md'} (and report.json); results: {report.results_path}")
+    return 0 if majority.pooled.n_cells else 1
+
+
+def _num(value: float) -> str:
+    return "undef." if value != value else f"{value:.3f}"
