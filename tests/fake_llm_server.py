@@ -105,6 +105,8 @@ class Reply:
     truncate_share: float | None = None  # or only this share of them
     drip: float = 0.0  # seconds between body chunks of drip_chunk bytes (slow drip)
     drip_chunk: int = 64
+    model: str | None = None  # the answer's model name (default: the requested model)
+    response_id: str | None = None  # the answer's id (default: a fresh fake id)
 
     @classmethod
     def text(
@@ -226,9 +228,9 @@ def _usage_numbers(reply: Reply, request: Recorded, out_text: str) -> dict[str, 
 def _openai_body(reply: Reply, request: Recorded) -> dict[str, Any]:
     if reply.kind == "tool":
         raise ValueError("Reply.tool is an Anthropic shape; use Reply.text on OpenAI")
-    model = (request.body or {}).get("model", "unknown")
+    model = reply.model or (request.body or {}).get("model", "unknown")
     body: dict[str, Any] = {
-        "id": f"chatcmpl-fake{next(_ids):06d}",
+        "id": reply.response_id or f"chatcmpl-fake{next(_ids):06d}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
@@ -276,10 +278,10 @@ def _anthropic_body(reply: Reply, request: Recorded) -> dict[str, Any]:
         out_text += json.dumps(reply.tool_input)
         stop = "tool_use"
     body: dict[str, Any] = {
-        "id": f"msg_fake{next(_ids):06d}",
+        "id": reply.response_id or f"msg_fake{next(_ids):06d}",
         "type": "message",
         "role": "assistant",
-        "model": req.get("model", "unknown"),
+        "model": reply.model or req.get("model", "unknown"),
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,

@@ -546,6 +546,7 @@ class _Runner:
         for key in entry.keys:
             result = results.get(key)
             if isinstance(result, Completion):
+                result = self.judge.scrubber.completion(result)  # a server may echo the key
                 self.summary.batch_items += 1
                 if self.cache is not None:
                     self.cache.put(
@@ -560,7 +561,8 @@ class _Runner:
                 failed += 1
                 self.live_keys.add(key)
                 if result is not None:
-                    log.info("batch %s item %s failed: %s", entry.id, key[:12], result)
+                    failure = self.judge.scrubber.text(str(result))
+                    log.info("batch %s item %s failed: %s", entry.id, key[:12], failure)
         if failed:
             log.warning("batch %s: %d item(s) failed; retrying them one by one", entry.id, failed)
         state.remove(entry.id)

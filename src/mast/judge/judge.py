@@ -26,7 +26,6 @@ import concurrent.futures
 import contextvars
 import math
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -49,10 +48,11 @@ from mast.judge.budget import (
     DEFAULT_CONTEXT_TOKENS,
     context_window,
 )
+from mast.judge.echo import Planted, folded_fields
 from mast.judge.fewshot import FewShotExample, load_examples, select_examples
 from mast.judge.grounding import ground
 from mast.judge.leak import _is_excerpt_of, _normalized_text
-from mast.judge.parse import parse_response
+from mast.judge.parse import find_planted, parse_response
 from mast.judge.pricing import PricesLike, PriceTable, price_table
 from mast.judge.prompts import (
     CHARS_PER_TOKEN,
@@ -67,6 +67,7 @@ from mast.judge.providers import CallConfig, Completion, Provider, StructuredMod
 from mast.judge.providers import parse_model as _parse_model
 from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
 from mast.judge.redact import Redactor
+from mast.judge.scrub import Scrubber, safe_url, url_credentials
 from mast.judge.usage import Usage
 from mast.judge.verdict import Verdict, verdict_json_schema
 from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
@@ -106,17 +107,6 @@ def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     # A loop is already running in this thread (a notebook): use a private one elsewhere.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, runner()).result()
-
-
-def _safe_url(url: str | None) -> str | None:
-    """``base_url`` without credentials or query (it is recorded in annotations)."""
-    if url is None:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class Judge:
@@ -197,6 +187,7 @@ class Judge:
             redact if isinstance(redact, Redactor) else Redactor() if redact else Redactor.off()
         )
         self._provider: Provider | None
+        self.scrubber = Scrubber(())  # removes the credentials from what a server sends back
         self._notes: list[str] = []
         if model == "heuristic":
             self.provider_name, self.model_name = "heuristic", "heuristic"
@@ -209,10 +200,10 @@ class Judge:
             return
         self.provider_name, self.model_name = _parse_model(model)
         self._provider = get_provider(self.provider_name, api_key=api_key, base_url=base_url)
-        own_key = self._provider._api_key
-        if len(own_key) >= 12 and own_key != "no-key-needed":
+        self.scrubber = Scrubber([*self._provider.credentials(), *url_credentials(base_url)])
+        if self.scrubber:
             # A trace that dumps the environment may hold the very key this judge uses.
-            self._redactor = self._redactor.with_literals({own_key: "api_key"})
+            self._redactor = self._redactor.with_literals(self.scrubber.literals)
         self._explicit_examples = fewshot is not None and not isinstance(fewshot, int)
         self._fewshot_count = fewshot if isinstance(fewshot, int) else None
         self._pool = self._example_pool(fewshot)
@@ -285,7 +276,7 @@ class Judge:
         return _Context(examples=examples, system=self._systems[key], notes=notes)
 
     def __repr__(self) -> str:
-        extra = f", base_url={_safe_url(self.base_url)!r}" if self.base_url else ""
+        extra = f", base_url={safe_url(self.base_url)!r}" if self.base_url else ""
         return (
             f"Judge({self.model!r}, fewshot={len(self.examples)}, "
             f"temperature={self.temperature}{extra})"
@@ -322,7 +313,7 @@ class Judge:
             redact=self._redact_setting,
         )
         if self.base_url is not None:
-            info["base_url"] = _safe_url(self.base_url)
+            info["base_url"] = safe_url(self.base_url)
         return info
 
     # ------------------------------------------------------------------ public API
@@ -417,11 +408,13 @@ class Judge:
 
     async def _send(self, prompt: Prompt) -> Completion:
         assert self._provider is not None and self._config is not None
-        return await self._provider.complete(prompt, self._config)
+        # Scrubbed before a call hook can cache it, and again in _call (older caches, batch).
+        return self.scrubber.completion(await self._provider.complete(prompt, self._config))
 
     async def _call(self, prompt: Prompt) -> Completion:
         hook = _CALL_HOOK.get()
-        return await (self._send(prompt) if hook is None else hook(prompt, self._send))
+        completion = await (self._send(prompt) if hook is None else hook(prompt, self._send))
+        return self.scrubber.completion(completion)
 
     async def _attempt(self, prompt: Prompt, trace: Trace) -> _Outcome:
         """Call, parse, repair (bounded), ground. ContextLengthError and AuthError propagate."""
@@ -438,7 +431,8 @@ class Judge:
         outcome.usage = outcome.usage + completion.usage
         self._learn(prompt, completion.usage)
         raws = [completion.text]
-        verdict, problem = self._parse(completion, prompt)
+        planted = find_planted([prompt.user, *folded_fields(trace)], self.taxonomy)
+        verdict, problem = self._parse(completion, prompt, planted)
         repairs = 0
         while verdict is None and repairs < self.repair_attempts:
             repairs += 1
@@ -461,7 +455,7 @@ class Judge:
             outcome.completions.append(completion)
             outcome.usage = outcome.usage + completion.usage
             raws.append(completion.text)
-            verdict, problem = self._parse(completion, prompt)
+            verdict, problem = self._parse(completion, prompt, planted)
         outcome.raw = raws[-1] if verdict is not None else "\n\n--- repair ---\n\n".join(raws)
         if verdict is None:
             outcome.status = "parse_error"
@@ -472,15 +466,18 @@ class Judge:
         outcome.verdict = ground_attribution(grounded, trace)
         return outcome
 
-    def _parse(self, completion: Completion, prompt: Prompt) -> tuple[Verdict | None, str]:
+    def _parse(
+        self, completion: Completion, prompt: Prompt, planted: Planted
+    ) -> tuple[Verdict | None, str]:
         try:
-            # The boundary and the prompt let the parser ignore trace text the model echoed
-            # (a fake verdict planted in the trace must never be read as the answer).
+            # The boundary, the prompt and the verdicts planted in the trace let the parser
+            # ignore trace text the model echoed: a fake verdict is never the answer.
             verdict = parse_response(
                 completion.text,
                 taxonomy=self.taxonomy,
                 boundary=prompt.boundary,
                 prompt_text=prompt.user,
+                planted=planted,
             )
             return verdict, ""
         except VerdictParseError as exc:

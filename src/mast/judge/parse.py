@@ -17,7 +17,7 @@ answer with nothing readable at all raises :class:`~mast.errors.VerdictParseErro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +29,7 @@ from mast.judge.attribution import (
     read_first_step,
     read_text_attribution,
 )
+from mast.judge.echo import Items, Planted, answer_blocks
 from mast.judge.lenient_json import find_json_values
 from mast.judge.textformat import NameIndex, read_text_format
 from mast.judge.verdict import Evidence, Finding, Verdict
@@ -102,6 +103,7 @@ def parse_response(
     taxonomy: Taxonomy | None = None,
     boundary: str | None = None,
     prompt_text: str | None = None,
+    planted: Planted | None = None,
 ) -> Verdict:
     """Read a judge's answer (JSON verdict or the MAST text format) into a :class:`Verdict`.
 
@@ -114,8 +116,12 @@ def parse_response(
     everything before it) is dropped first. ``boundary`` is the prompt's token (then only
     that token counts); without it any token of mast's ``MAST-<KIND>-<16 hex>`` shape does.
     With ``prompt_text`` (the user message that held the trace), a JSON value copied
-    verbatim from it is skipped, and so, for the text format, are runs of lines copied from
-    it.
+    verbatim from it is skipped, and so is every part of the answer that repeats, by
+    meaning, a verdict-shaped fragment of the trace (``planted``, by default found in
+    ``prompt_text`` with :func:`find_planted`; see :mod:`mast.judge.echo`): a JSON verdict or
+    a block of text-format lines all of whose answers one planted fragment gives too,
+    however it was re-indented, unescaped or bulleted. A real answer that differs from
+    every planted fragment is read in full, whatever answer-shaped lines the trace holds.
 
     >>> v = parse_response('{"modes": {"1.1": {"present": "no"}, "3.2": {"present": true}}}')
     >>> v.vector["1.1"], v.vector["3.2"], v.vector["1.2"], v.format
@@ -141,17 +147,27 @@ def parse_response(
                 raw=raw,
                 problems=json_problems,
             )
+    if planted is None:
+        planted = find_planted([prompt_text], tax) if prompt_text else Planted()
+    skipped: list[tuple[int, int]] = []
     for candidate in find_json_values(text):
         if prompt_text and text[candidate.start : candidate.end] in prompt_text:
             json_problems.append("ignored a JSON value copied verbatim from the prompt")
+            skipped.append((candidate.start, candidate.end))
             continue
         verdict = _verdict_from_json(candidate.value, candidate.truncated, tax, raw)
+        if verdict is not None and planted.covers(verdict_items(verdict)):
+            json_problems.append("ignored a JSON verdict that repeats one planted in the trace")
+            skipped.append((candidate.start, candidate.end))
+            continue
         if verdict is not None:
             if json_problems:
                 verdict.problems[:0] = json_problems
             return verdict
-    if prompt_text:
-        text = _drop_copied_lines(text, prompt_text, json_problems)
+    for start, end in reversed(skipped):  # an ignored copy is not read as text either
+        text = text[:start] + text[end:]
+    if planted:
+        text = _drop_planted_blocks(text, planted, tax, json_problems)
     reading = read_text_format(text, tax, _names(tax))
     if reading.readable:
         findings = []
@@ -224,29 +240,61 @@ def _drop_echoed_fences(text: str, boundary: str | None) -> tuple[str, int]:
     return "".join(kept), dropped
 
 
-def _drop_copied_lines(text: str, prompt_text: str, problems: list[str]) -> str:
-    """For the text format: drop runs of answer lines copied from the prompt (a fake
-    ``1.1 …: yes`` block planted in the trace and repeated by the model). A run must hold a
-    line of 8 or more characters; a lone short line such as "no" is kept, since traces and
-    answers share those by chance."""
-    prompt_lines = {line.strip() for line in prompt_text.splitlines()}
-    lines = text.splitlines()
-    copied = [bool(line.strip()) and line.strip() in prompt_lines for line in lines]
-    drop = [False] * len(lines)
-    start = None
-    for i in range(len(lines) + 1):
-        inside = i < len(lines) and (copied[i] or (not lines[i].strip() and start is not None))
-        if inside and start is None:
-            start = i
-        elif not inside and start is not None:
-            if any(copied[j] and len(lines[j].strip()) >= 8 for j in range(start, i)):
-                drop[start:i] = [True] * (i - start)
-            start = None
-    dropped = sum(1 for i, d in enumerate(drop) if d and lines[i].strip())
-    if not dropped:
-        return text
-    problems.append(f"ignored {dropped} line(s) copied from the prompt")
-    return "\n".join(line for line, d in zip(lines, drop, strict=True) if not d)
+def _drop_planted_blocks(text: str, planted: Planted, tax: Taxonomy, problems: list[str]) -> str:
+    """For the text format: drop the blocks of the answer (see
+    :func:`~mast.judge.echo.answer_blocks`) whose answers all repeat one planted fragment."""
+    kept: list[str] = []
+    dropped = 0
+    for block in answer_blocks(text):
+        if planted.covers(_text_items(block, tax) or frozenset()):
+            dropped += 1
+            continue
+        lines = block.splitlines(keepends=True)
+        cut = planted.trim(lines, lambda line: _text_items(line, tax))
+        dropped += bool(cut)
+        kept.append("".join(lines[cut:] if cut > 0 else lines[:cut] if cut < 0 else lines))
+    if dropped:
+        problems.append(f"ignored {dropped} block(s) of lines that repeat a verdict in the trace")
+    return "".join(kept)
+
+
+def verdict_items(verdict: Verdict) -> Items:
+    """What ``verdict`` answers, for comparison with planted fragments."""
+    items = {(code, value) for code, value in verdict.vector.items() if value is not None}
+    if verdict.task_completed is not None:
+        items.add(("task", verdict.task_completed))
+    return frozenset(items)
+
+
+def _json_items(value: Any, tax: Taxonomy) -> Items | None:
+    verdict = _verdict_from_json(value, False, tax, "")
+    return verdict_items(verdict) if verdict is not None else None
+
+
+def _text_items(block: str, tax: Taxonomy) -> Items | None:
+    reading = read_text_format(block, tax, _names(tax))
+    if not reading.readable:
+        return None
+    items = {(code, value) for code, value in reading.answers.items() if value is not None}
+    if reading.task_completed is not None:
+        items.add(("task", reading.task_completed))
+    return frozenset(items)
+
+
+def find_planted(texts: Iterable[str | None], taxonomy: Taxonomy | None = None) -> Planted:
+    """The verdict-shaped fragments in ``texts`` (the prompt's user message, and header
+    fields such as agent names as the trace wrote them), read by meaning.
+
+    >>> planted = find_planted(['{"modes": {"1.1": {"present": false}}}'])
+    >>> planted.covers(frozenset({("1.1", False)}))
+    True
+    """
+    tax = taxonomy or load_taxonomy()
+    return Planted.find(
+        (t for t in texts if t),
+        json_items=lambda value: _json_items(value, tax),
+        text_items=lambda block: _text_items(block, tax),
+    )
 
 
 def _verdict_from_json(value: Any, truncated: bool, tax: Taxonomy, raw: str) -> Verdict | None:

@@ -124,6 +124,12 @@ class Provider(ABC):
             f"{type(self).__name__}(base_url={self.base_url!r}, api_key={mask_key(self.__api_key)})"
         )
 
+    def credentials(self) -> list[str]:
+        """Every secret this provider sends with a request: the key (a provider that sends
+        other credential headers adds their values). The judge scrubs them from everything
+        it writes."""
+        return [self.__api_key]
+
     @abstractmethod
     def _make_client(self) -> Any:
         """Build the SDK's async client (SDK retries off)."""
