@@ -27,6 +27,7 @@ from mast.analysis.compare import (
     row_names,
     safe_div,
 )
+from mast.analysis.correction import correct_table
 from mast.analysis.data import (
     collect,
 )
@@ -101,6 +102,7 @@ def prevalence(
     bootstrap: int = 1000,
     seed: int | None = 0,
     confidence: float = 0.95,
+    correct_with: object = None,
 ) -> Prevalence:
     """Prevalence of each mode (or category) per group, as share of traces and of flags.
 
@@ -118,6 +120,14 @@ def prevalence(
     gets the bootstrap.  Unknown cells hide flags, so a share of flags is computed on the
     known flags only: check ``n_unknown``.
 
+    ``correct_with``: an agreement report of this judge against people
+    (``mast.agreement(human, judge)``).  Each mode's share of traces is then also corrected
+    for the judge's errors with the Rogan–Gladen estimator, using the judge's sensitivity and
+    specificity for that mode from the report (columns ``sensitivity``, ``specificity``,
+    ``corrected`` with ``corrected_low``/``corrected_high``; the interval carries the
+    uncertainty of the report's counts too, see :mod:`mast.analysis.correction`).  Only at
+    ``level="mode"``.  Plain prevalence stays the default.
+
     >>> from mast import analysis
     >>> v = {"t1": {"1.1": True, "2.1": True}, "t2": {"1.1": True, "2.1": False}}
     >>> cats = analysis.prevalence(v, level="category", modes=["1.1", "2.1"], bootstrap=0)
@@ -127,6 +137,8 @@ def prevalence(
     check_options(bootstrap, confidence)
     if ci not in ("bootstrap", "wilson"):
         raise StatsInputError(f"ci must be 'bootstrap' or 'wilson'; got {ci!r}")
+    if correct_with is not None and level != "mode":
+        raise StatsInputError("correct_with needs level='mode' (rates are per mode)")
     vd = collect(data, traces=traces, annotator=annotator, modes=modes, taxonomy=taxonomy)
     by_cols = by_columns(by)
     rows, values = level_rows(vd, level)
@@ -202,6 +214,11 @@ def prevalence(
                 f"{len(edge)} row(s) have a share of 0 or 1: a percentile bootstrap interval "
                 "collapses to a point there; use ci='wilson' for an informative interval"
             )
+    if correct_with is not None:
+        table, more = correct_table(
+            table, correct_with, bootstrap=bootstrap, confidence=confidence, seed=seed
+        )
+        notes += more
     excluded = vd.excluded.replace(unknown_cells=count_unknown(rows, values))
     return Prevalence(table, excluded, notes, level=level, by=by_cols, ci=ci, confidence=confidence)
 

@@ -65,6 +65,8 @@ class Prevalence(_Result):
     ``n_unknown``, ``share_of_traces`` (``n_present / n_known``) with ``traces_low`` /
     ``traces_high``, ``n_flags`` (flags in this row), ``total_flags`` (flags of all
     selected modes in the group), ``share_of_flags`` with ``flags_low`` / ``flags_high``.
+    With ``correct_with=`` also ``sensitivity``, ``specificity`` and the Rogan–Gladen
+    ``corrected`` share with ``corrected_low`` / ``corrected_high``.
     """
 
     level: Level = "mode"
