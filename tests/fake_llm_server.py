@@ -52,6 +52,19 @@ ANTHROPIC_BATCHES = "/v1/messages/batches"
 _ids = itertools.count(1)
 
 
+def wire_protocol(path: str) -> str | None:
+    """Which API shape a model-call path speaks: ``"openai"`` for Chat Completions (also
+    Azure's ``/openai/deployments/<name>/chat/completions`` and Gemini's
+    ``/v1beta/openai/chat/completions``), ``"anthropic"`` for Messages (also Bedrock's
+    ``/model/<id>/invoke`` and Vertex's ``…/models/<model>:rawPredict``), else ``None``."""
+    path = path.split("?", 1)[0]
+    if path.endswith(ANTHROPIC_PATH) or path.endswith("/invoke") or path.endswith(":rawPredict"):
+        return "anthropic"
+    if path.endswith("/chat/completions"):
+        return "openai"
+    return None
+
+
 @dataclass
 class Recorded:
     """One request the server received."""
@@ -64,17 +77,16 @@ class Recorded:
     started: float = 0.0  # time.monotonic() when the request was read
     finished: float | None = None  # when the answer was sent (None: not, or not yet)
     custom_id: str | None = None  # set for batch items (see FakeLLMServer.batch_requests)
+    query: str = ""  # the URL's query string (Azure sends api-version there)
 
     @property
     def provider(self) -> str:
-        return "anthropic" if ANTHROPIC_PATH in self.path else "openai"
+        return wire_protocol(self.path) or "openai"
 
     @property
     def is_completion(self) -> bool:
         """A live model call (chat completion or message), not a batch or file request."""
-        return self.custom_id is None and (
-            self.path.endswith(OPENAI_PATH) or self.path.endswith(ANTHROPIC_PATH)
-        )
+        return self.custom_id is None and wire_protocol(self.path) is not None
 
 
 @dataclass
@@ -674,6 +686,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             return Recorded(
                 method=method,
                 path=self.path.split("?", 1)[0],
+                query=self.path.split("?", 1)[1] if "?" in self.path else "",
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
                 raw=raw,
@@ -715,7 +728,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._batch_post(request)
                 request.finished = time.monotonic()
                 return
-            if not (path.endswith(OPENAI_PATH) or path.endswith(ANTHROPIC_PATH)):
+            if wire_protocol(path) is None:
                 server._record_and_pick(request)
                 self._send(404, {"error": {"message": f"no route POST {path}"}})
                 return

@@ -10,6 +10,7 @@ baseline itself, without a prompt or a network call.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from mast.judge.providers._base import CallConfig, Completion, Provider, StructuredMode
 
@@ -27,6 +28,10 @@ __all__ = [
 _PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": ("mast.judge.providers.openai", "OpenAIProvider"),
     "anthropic": ("mast.judge.providers.anthropic", "AnthropicProvider"),
+    "azure": ("mast.judge.providers.azure", "AzureOpenAIProvider"),
+    "bedrock": ("mast.judge.providers.cloud_anthropic", "BedrockProvider"),
+    "vertex": ("mast.judge.providers.cloud_anthropic", "VertexProvider"),
+    "gemini": ("mast.judge.providers.gemini", "GeminiProvider"),
 }
 
 
@@ -53,10 +58,16 @@ def parse_model(spec: str) -> tuple[str, str]:
     return provider, model
 
 
-def get_provider(name: str, *, api_key: str | None = None, base_url: str | None = None) -> Provider:
-    """Instantiate the provider ``name`` ("openai", "anthropic")."""
+def get_provider(
+    name: str, *, api_key: str | None = None, base_url: str | None = None, **options: Any
+) -> Provider:
+    """Instantiate the provider ``name`` ("openai", "anthropic", "azure", "bedrock",
+    "vertex", "gemini"). ``options`` go to that provider (e.g. ``api_version=`` and
+    ``azure_ad_token_provider=`` for Azure, ``region=`` for Bedrock and Vertex,
+    ``project_id=`` for Vertex)."""
     if name not in _PROVIDERS:
         raise ValueError(f"unknown provider {name!r}: use one of {provider_names()}")
     module_name, class_name = _PROVIDERS[name]
-    cls: type[Provider] = getattr(importlib.import_module(module_name), class_name)
-    return cls(api_key=api_key, base_url=base_url)
+    cls: Any = getattr(importlib.import_module(module_name), class_name)
+    provider: Provider = cls(api_key=api_key, base_url=base_url, **options)
+    return provider
