@@ -36,7 +36,7 @@ from mast.errors import (
 )
 from mast.judge.annotation import Annotation
 from mast.judge.fewshot import FewShotExample, load_examples, select_examples
-from mast.judge.grounding import ground
+from mast.judge.grounding import ground, grounded_share
 from mast.judge.heuristic import heuristic_verdict
 from mast.judge.judge import Judge
 from mast.judge.parse import parse_response
@@ -166,6 +166,7 @@ __all__ = [
     "annotate_many",
     "datasets",
     "ground",
+    "grounded_share",
     "heuristic_verdict",
     "itbench",
     "labels_of",

@@ -40,8 +40,11 @@ def test_real_quotes_ground_with_whitespace_and_case_differences(trace: Trace) -
     assert [e.grounded for e in grounded.findings["1.5"].evidence] == [True, True]
     assert grounded.findings["2.5"].evidence[0].grounded is True
     assert grounded.findings["1.5"].grounded is True
-    assert grounded.ungrounded == []
-    assert not any(p.startswith("grounding") for p in grounded.problems)
+    # 1.3 is answered present and cites nothing: the only ungrounded positive
+    assert grounded.ungrounded == ["1.3"]
+    assert [p for p in grounded.problems if p.startswith("grounding")] == [
+        "grounding: 1.3 is judged present but cites no evidence"
+    ]
 
 
 def test_unknown_step_and_invented_quote_are_flagged(trace: Trace) -> None:
@@ -51,7 +54,7 @@ def test_unknown_step_and_invented_quote_are_flagged(trace: Trace) -> None:
                 Evidence(step_id="s99", quote="Continue."),
                 Evidence(step_id="s3", quote="the proxy says it will stop now"),
             ],
-            "1.5": [Evidence(step_id="s3", quote="Continue")],
+            "1.5": [Evidence(step_id="s3", quote="Continue. Please keep solving")],
         }
     )
     grounded = ground(verdict, trace)
@@ -62,7 +65,7 @@ def test_unknown_step_and_invented_quote_are_flagged(trace: Trace) -> None:
     # every cited item failed: the finding is visibly ungrounded, but its answer is kept
     assert grounded.findings["1.3"].grounded is False
     assert grounded.findings["1.3"].present is True
-    assert grounded.ungrounded == ["1.3"]
+    assert grounded.ungrounded == ["1.3", "2.5"]  # 2.5 cites nothing
     assert any("1.3 is judged present but none" in p for p in grounded.problems)
     assert grounded.findings["1.5"].grounded is True
     # the input is not modified
@@ -81,7 +84,7 @@ def test_drop_ungrounded_moves_items_but_keeps_them_visible(trace: Trace) -> Non
     verdict = _verdict(
         {
             "1.3": [Evidence(step_id="s42")],
-            "1.5": [Evidence(step_id="s5", quote="Continue."), Evidence(step_id="s0")],
+            "1.5": [Evidence(step_id="s5", quote="Continue. Please keep"), Evidence(step_id="s0")],
         }
     )
     grounded = ground(verdict, trace, drop_ungrounded=True)
@@ -100,7 +103,7 @@ def test_step_id_forms_and_ranges(trace: Trace) -> None:
     verdict = _verdict(
         {
             "1.5": [
-                Evidence(step_id="3", quote="keep solving"),
+                Evidence(step_id="3", quote="please keep solving the problem"),
                 Evidence(step_id="[S5]"),
                 Evidence(step_id="s4-s6", quote="It can't be solved with current data."),
                 Evidence(step_id="s3-s5", quote="It can't be solved with current data."),
@@ -142,3 +145,87 @@ def test_grounding_a_parsed_text_answer(trace: Trace) -> None:
     assert grounded.findings["1.5"].grounded is True
     assert [e.grounded for e in grounded.findings["2.5"].evidence] == [True, False]
     assert grounded.findings["2.5"].grounded is True
+
+
+# ---------------------------------------------------------------- quotes that prove nothing
+
+
+@pytest.mark.parametrize(
+    ("quote", "grounded"),
+    [
+        ("", True),  # no quote: a plain step citation
+        ("...", False),
+        ("the", False),
+        ("Continue.", False),  # one word, under 15 characters: occurs in many steps
+        ("keep solving", False),
+        ("Please keep solving the", True),
+        ("Continue. … you need to query", True),
+        ("Continue … query", False),  # fragments too short to mean anything
+    ],
+)
+def test_quotes_must_be_long_enough(trace: Trace, quote: str, grounded: bool) -> None:
+    verdict = _verdict({"1.5": [Evidence(step_id="s3", quote=quote)]})
+    item = ground(verdict, trace).findings["1.5"].evidence[0]
+    assert item.grounded is grounded, item.problem
+
+
+def test_elided_quote_fragments_must_come_from_one_step_and_near_each_other(
+    trace: Trace,
+) -> None:
+    # both fragments exist in the range s5-s6, but in different steps
+    verdict = _verdict(
+        {"1.5": [Evidence(step_id="s5-s6", quote="Please keep solving … can't be solved with")]}
+    )
+    assert ground(verdict, trace).findings["1.5"].evidence[0].grounded is False
+    far = Trace(
+        id="far",
+        steps=[Step.make(0, "the agent starts the build " + "x " * 400 + "and the build fails")],
+    )
+    elided = _verdict({"1.5": [Evidence(step_id="s1", quote="the agent starts … the build fails")]})
+    assert ground(elided, far).findings["1.5"].evidence[0].grounded is False
+    near = Trace(id="near", steps=[Step.make(0, "the agent starts the build and the build fails")])
+    assert ground(elided, near).findings["1.5"].evidence[0].grounded is True
+
+
+# ---------------------------------------------------------------- evidence policies
+
+
+def _policy_verdict() -> Verdict:
+    findings = [
+        Finding(code="1.3", present=True),  # cites nothing
+        Finding(
+            code="1.5",
+            present=True,
+            evidence=[Evidence(step_id="s3", quote="keep solving the problem")],
+        ),
+        Finding(code="2.5", present=True, evidence=[Evidence(step_id="s99")]),  # no such step
+    ]
+    return Verdict.from_findings(findings, codes=CODES, format="json")
+
+
+def test_policy_keep_leaves_answers_and_notes_alone(trace: Trace) -> None:
+    kept = ground(_policy_verdict(), trace, policy="keep")
+    assert kept.vector.to_dict() == {"1.3": True, "1.5": True, "2.5": True}
+    assert kept.ungrounded == ["1.3", "2.5"]
+    assert not any("judged present" in p for p in kept.problems)
+
+
+def test_policy_flag_keeps_answers_and_marks_them(trace: Trace) -> None:
+    flagged = ground(_policy_verdict(), trace)  # the default
+    assert flagged.vector.to_dict() == {"1.3": True, "1.5": True, "2.5": True}
+    assert "grounding: 1.3 is judged present but cites no evidence" in flagged.problems
+    assert any(p.startswith("grounding: 2.5 is judged present but none") for p in flagged.problems)
+
+
+def test_policy_unknown_turns_ungrounded_positives_into_none(trace: Trace) -> None:
+    strict = ground(_policy_verdict(), trace, policy="unknown")
+    assert strict.vector.to_dict() == {"1.3": None, "1.5": True, "2.5": None}
+    assert strict.findings["1.3"].judged is True and strict.findings["1.3"].present is None
+    assert strict.findings["1.5"].judged is None
+    assert sum("set to unknown" in p for p in strict.problems) == 2
+    # the share of grounded positives still counts what the judge said
+    share = mast.grounded_share([strict.findings])
+    assert (share["1.3"].positives, share["1.3"].grounded) == (1, 0)
+    assert share["1.5"].share == 1.0
+    with pytest.raises(ValueError, match="policy"):
+        ground(_policy_verdict(), trace, policy="drop")  # type: ignore[arg-type]

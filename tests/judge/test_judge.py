@@ -278,6 +278,30 @@ def test_ungrounded_evidence_is_flagged_or_dropped(fake_llm: FakeLLMServer, trac
     assert len(dropped.findings["1.3"].dropped) == 2
 
 
+def test_evidence_policy_unknown_makes_ungrounded_positives_none(
+    fake_llm: FakeLLMServer, trace: Trace
+) -> None:
+    answer = verdict(
+        {
+            "1.3": (True, [{"step_id": "s3", "quote": "words nobody wrote in this trace"}]),
+            "1.5": (True, []),
+            "2.1": (False, []),
+        }
+    )
+    fake_llm.default = Reply.text(json.dumps(answer))
+    strict = openai_judge(fake_llm, ungrounded="unknown").annotate(trace)
+    assert (strict.vector["1.3"], strict.vector["1.5"], strict.vector["2.1"]) == (None, None, False)
+    assert strict.findings["1.3"].judged is True
+    assert sum("set to unknown" in p for p in strict.problems) == 2
+    assert strict.judge["ungrounded"] == "unknown"
+    kept = openai_judge(fake_llm, ungrounded="keep").annotate(trace)
+    assert (kept.vector["1.3"], kept.vector["1.5"]) == (True, True)
+    assert not any("judged present" in p for p in kept.problems)
+    assert "ungrounded" not in kept.judge  # answers as before: old records still resume
+    with pytest.raises(ValueError, match="ungrounded"):
+        openai_judge(fake_llm, ungrounded="drop")
+
+
 # --------------------------------------------------------------------------- windows
 
 

@@ -148,6 +148,11 @@ def _summary(runs: Mapping[str, Sequence[Annotation]], traces: Sequence[Trace]) 
             ),
         )
     )
+    grounding = _grounding_table(runs)
+    if grounding is not None:
+        section.tables.append(
+            ("Positive answers with grounded evidence, per mode (grounded / positives)", grounding)
+        )
     if reasons:
         section.tables.append(
             (
@@ -168,6 +173,27 @@ def _summary(runs: Mapping[str, Sequence[Annotation]], traces: Sequence[Trace]) 
             + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
         )
     return section
+
+
+def _grounding_table(runs: Mapping[str, Sequence[Annotation]]) -> _Table | None:
+    from mast.judge.grounding import grounded_share
+
+    shares = {name: grounded_share(a.findings for a in anns if a.ok) for name, anns in runs.items()}
+    codes = sorted({c for share in shares.values() for c in share}, key=_code_order)
+    if not codes:
+        return None
+    rows = []
+    for code in codes:
+        row = [code]
+        for share in shares.values():
+            s = share.get(code)
+            row.append(f"{s.grounded}/{s.positives} ({_pct(s.share)})" if s else "–")
+        rows.append(row)
+    return _Table(["mode", *runs], rows)
+
+
+def _code_order(code: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in code.split("."))
 
 
 def _group_field(data: VectorData, runs: Mapping[str, Sequence[Annotation]]) -> str | None:

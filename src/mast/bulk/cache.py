@@ -89,12 +89,18 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(
-    *, provider: str, body: Mapping[str, Any], taxonomy: str, prompt_hash: str = ""
+    *,
+    provider: str,
+    body: Mapping[str, Any],
+    taxonomy: str,
+    prompt_hash: str = "",
+    sample: int = 0,
 ) -> str:
     """The cache key (64 hex digits) of one request.
 
     ``body`` is the request as the provider sends it (``Provider.request_body``); it holds
-    the model, the sampling parameters, the output schema and the messages.
+    the model, the sampling parameters, the output schema and the messages. ``sample``
+    tells repeated judgments of one request apart (0, the first, keeps the plain key).
 
     >>> k = cache_key(provider="openai", body={"model": "m", "messages": []}, taxonomy="MAST 1.0")
     >>> len(k), k == cache_key(provider="openai", body={"messages": [], "model": "m"},
@@ -108,6 +114,10 @@ def cache_key(
         "prompt_hash": prompt_hash,
         "body": body,
     }
+    if sample:
+        # Independent judgment number `sample` of the same request (Judge(samples=K)):
+        # its own entry, so that K samples are K calls, each cached and billed once.
+        payload["sample"] = sample
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -177,6 +177,7 @@ class _Runner:
             body=provider.request_body(prompt, config),
             taxonomy=self.judge.taxonomy.label,
             prompt_hash=prompt.prompt_hash,
+            sample=self.judge.sample,
         )
 
     def price(self, usage: Usage, *, batch: bool = False) -> float | None:
@@ -389,6 +390,7 @@ class _Runner:
             s.failed[_reason(ann, calls.last_error)] += 1
         if ann.cached:
             s.cached += 1
+        s.count_grounding(ann.findings)
         if ann.cost_usd is None:
             s.cost_unknown += 1
         else:

@@ -56,7 +56,8 @@ from mast.errors import (
     MastError,
     RunStopped,
 )
-from mast.judge.judge import Judge, _run_sync
+from mast.judge.helpers import run_sync as _run_sync
+from mast.judge.judge import Judge
 from mast.traces.model import Trace
 
 __all__ = [
@@ -96,6 +97,104 @@ async def aannotate_many(
     seed: int | None = None,
 ) -> AnnotationRun:
     """Async twin of :func:`annotate_many` (same arguments); use it inside an event loop."""
+    options: dict[str, Any] = dict(
+        out=out,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        resume=resume,
+        retry_failed=retry_failed,
+        budget_usd=budget_usd,
+        cache=cache,
+        timeout=timeout,
+        retry=retry,
+        batch=batch,
+        progress=progress,
+        progress_stream=progress_stream,
+        on_stop=on_stop,
+        rate_window=rate_window,
+        batch_poll_interval=batch_poll_interval,
+        max_batch_rounds=max_batch_rounds,
+        seed=seed,
+    )
+    if judge.samples == 1:
+        return await _annotate_once(traces, judge, **options)
+    # K independent judgments: K passes over the traces, each with its own config hash
+    # (records resume per sample) and its own cache entries (each sample is paid once).
+    items = list(traces)
+    runs: list[AnnotationRun] = []
+    for index in range(judge.samples):
+        runs.append(
+            await _annotate_once(items, judge.for_sample(index), **{**options, "on_stop": "return"})
+        )
+        if budget_usd is not None:
+            # One budget for all samples: what a sample spent is gone for the next.
+            options["budget_usd"] = max(0.0, options["budget_usd"] - runs[-1].summary.cost_usd)
+        if runs[-1].summary.stopped:
+            break
+    merged = _merge_runs(runs)
+    if merged.summary.stopped is not None and on_stop == "raise":
+        raise _stop_error(merged, out)
+    return merged
+
+
+def _merge_runs(runs: list[AnnotationRun]) -> AnnotationRun:
+    """One run of several samples: records grouped by trace (samples in order)."""
+    summary = RunSummary(total=runs[0].summary.total if runs else 0)
+    for run in runs:
+        s = run.summary
+        for name in ("done", "cached", "resumed", "calls", "retries", "batch_items",
+                     "cost_usd", "cost_unknown", "positives", "grounded_positives",
+                     "elapsed_s"):  # fmt: skip
+            setattr(summary, name, getattr(summary, name) + getattr(s, name))
+        summary.failed.update(s.failed)
+        summary.batches += s.batches
+        summary.duplicates = s.duplicates
+        summary.not_attempted += [t for t in s.not_attempted if t not in summary.not_attempted]
+        summary.stopped = summary.stopped or s.stopped
+        summary.stop_message = summary.stop_message or s.stop_message
+    order: dict[str, int] = {}
+    for run in runs:
+        for ann in run:
+            order.setdefault(ann.trace_id, len(order))
+    records = sorted((a for run in runs for a in run), key=lambda a: order[a.trace_id])
+    return AnnotationRun(records, summary=summary)
+
+
+def _stop_error(run: AnnotationRun, out: str | Path | None) -> RunStopped:
+    summary = run.summary
+    message = (
+        f"the run stopped early: {summary.stop_message}. "
+        f"{len(summary.not_attempted)} trace(s) were not attempted"
+        + (f"; results so far are in {out} (rerun to resume)" if out is not None else "")
+    )
+    cls = BudgetExceeded if summary.stopped == "budget" else RunStopped
+    return cls(message, reason=summary.stopped or "stopped", run=run)
+
+
+async def _annotate_once(
+    traces: Iterable[Trace],
+    judge: Judge,
+    *,
+    out: str | Path | None,
+    concurrency: int,
+    rpm: float | None,
+    tpm: float | None,
+    resume: bool,
+    retry_failed: bool,
+    budget_usd: float | None,
+    cache: CacheLike,
+    timeout: float | None,
+    retry: RetryPolicy | None,
+    batch: bool,
+    progress: bool,
+    progress_stream: TextIO | None,
+    on_stop: OnStop,
+    rate_window: float,
+    batch_poll_interval: float,
+    max_batch_rounds: int,
+    seed: int | None,
+) -> AnnotationRun:
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if budget_usd is not None and budget_usd < 0:
@@ -158,13 +257,7 @@ async def aannotate_many(
         [runner.results[i] for i in sorted(runner.results)], summary=summary
     )
     if summary.stopped is not None and on_stop == "raise":
-        message = (
-            f"the run stopped early: {summary.stop_message}. "
-            f"{len(summary.not_attempted)} trace(s) were not attempted"
-            + (f"; results so far are in {out} (rerun to resume)" if out is not None else "")
-        )
-        cls = BudgetExceeded if summary.stopped == "budget" else RunStopped
-        raise cls(message, reason=summary.stopped, run=annotations)
+        raise _stop_error(annotations, out)
     return annotations
 
 
@@ -233,6 +326,9 @@ def annotate_many(
     -------
     AnnotationRun
         A list of annotations in input order (one per distinct trace id) with ``.summary``.
+        With ``Judge(samples=K)`` every trace is judged K times (K passes, each resumable and
+        cached on its own; ``judge["sample"]`` tells them apart): K records per trace, in
+        trace order, and one summary (see :func:`mast.consensus`).
     """
     kwargs: dict[str, Any] = dict(
         out=out,

@@ -8,12 +8,14 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mast.bulk.progress import format_duration
 from mast.judge.annotation import Annotation
+from mast.judge.grounding import grounded_share
 from mast.judge.judge import Judge
+from mast.judge.verdict import Finding
 
 # Settings that do not change an answer: left out of the resume key.
 _NOT_IN_CONFIG_HASH = ("mast_version", "base_url")
@@ -99,10 +101,20 @@ class RunSummary:
     """Cost charged to this run's records (cache hits are free)."""
     cost_unknown: int = 0
     """Records whose cost could not be computed (no price or no usage reported)."""
+    positives: int = 0
+    """Positive answers in this run's records (as the judge gave them)."""
+    grounded_positives: int = 0
+    """Of those, answers with grounded evidence (see :func:`mast.grounded_share`)."""
     elapsed_s: float = 0.0
     stopped: str | None = None
     """Why the run stopped early: ``"auth"``, ``"budget"`` or None."""
     stop_message: str | None = None
+
+    def count_grounding(self, findings: Mapping[str, Finding]) -> None:
+        """Add one record's positive answers to :attr:`positives` / :attr:`grounded_positives`."""
+        for share in grounded_share([findings]).values():
+            self.positives += share.positives
+            self.grounded_positives += share.grounded
 
     @property
     def failed_total(self) -> int:
@@ -127,6 +139,12 @@ class RunSummary:
         if self.cost_unknown:
             cost += f" (+ {self.cost_unknown} record(s) of unknown cost)"
         lines.append(f"{cost}, time {format_duration(self.elapsed_s)}")
+        if self.positives:
+            share = self.grounded_positives / self.positives
+            lines.append(
+                f"grounded positive answers: {self.grounded_positives}/{self.positives} "
+                f"({share:.0%}); per mode: mast.grounded_share or the report"
+            )
         if self.duplicates:
             shown = ", ".join(self.duplicates[:5]) + (" …" if len(self.duplicates) > 5 else "")
             lines.append(f"{len(self.duplicates)} duplicate trace id(s) skipped: {shown}")

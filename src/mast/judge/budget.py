@@ -4,6 +4,11 @@ from __future__ import annotations
 
 DEFAULT_CONTEXT_TOKENS = 128_000
 
+DEFAULT_MAX_INPUT_TOKENS = 128_000
+"""Most prompt tokens one request carries by default, whatever the model accepts: a 1.6 M
+character trace should not go out as one ~425k-token request (cost, and models judge long
+inputs worse); it is judged in windows instead."""
+
 
 # Longest matching prefix wins. Input-side limits, conservative where providers offer larger
 # windows only in beta or at a surcharge. Pass context_tokens= to override.
@@ -54,3 +59,14 @@ def context_window(model: str) -> int:
         if model.startswith(prefix) and len(prefix) > len(best):
             best = prefix
     return _CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_TOKENS
+
+
+def check_options(*, ungrounded: str, max_input_tokens: int | None, samples: int) -> None:
+    """Validate the judge options of issue 16 (evidence policy, input cap, samples)."""
+    policies = ("keep", "flag", "unknown")
+    if ungrounded not in policies:
+        raise ValueError(f"ungrounded must be one of {policies}, got {ungrounded!r}")
+    if max_input_tokens is not None and max_input_tokens < 1024:
+        raise ValueError(f"max_input_tokens must be at least 1024, got {max_input_tokens}")
+    if samples < 1:
+        raise ValueError(f"samples must be at least 1, got {samples}")

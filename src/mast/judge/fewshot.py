@@ -34,6 +34,7 @@ from mast.traces.model import Step, Trace
 __all__ = [
     "FewShotExample",
     "estimate_example_tokens",
+    "example_pool",
     "load_examples",
     "select_examples",
 ]
@@ -261,3 +262,25 @@ def _rank(example: FewShotExample, covered: set[str], tokens: int) -> tuple[int,
         return (0, -gain, tokens, example.id)
     # Nothing new to cover: prefer examples with few positives, i.e. mostly clean runs.
     return (1, len(example.positives), tokens, example.id)
+
+
+def example_pool(
+    fewshot: int | Sequence[FewShotExample] | None, taxonomy: Taxonomy, notes: list[str]
+) -> list[FewShotExample]:
+    """The examples a judge picks from: the given ones, none, or the bundled ones that fit
+    ``taxonomy`` (for a custom taxonomy that they do not fit: none, with a note)."""
+    if fewshot is not None and not isinstance(fewshot, int):
+        return list(fewshot)
+    if fewshot == 0:
+        return []
+    try:
+        return load_examples(taxonomy=taxonomy)
+    except FewShotError:
+        if taxonomy == load_taxonomy():
+            raise  # the bundled examples are broken: a bug to surface, not to hide
+        # The bundled examples label MAST's codes, not a custom taxonomy's.
+        notes.append(
+            f"the bundled few-shot examples do not fit taxonomy {taxonomy.label}: "
+            "zero-shot (pass fewshot=[...] with examples for it)"
+        )
+        return []

@@ -207,6 +207,20 @@ def _new_result(earlier: Step, later: Step, results: dict[str, str]) -> bool:
     return _words(results[earlier.id]) != _words(results[later.id])
 
 
+def _snippet(text: str, match: re.Match[str]) -> str:
+    """The match with enough of its line around it to be a quote that proves something
+    (grounding rejects quotes shorter than 3 words and 15 characters)."""
+    found = match.group(0).strip()
+    if len(found) >= 15 or len(found.split()) >= 3:
+        return found
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    line_end = text.find("\n", match.end())
+    line_end = len(text) if line_end == -1 else line_end
+    start = max(line_start, match.start() - 40)
+    end = min(line_end, match.end() + 40)
+    return text[start:end].strip()
+
+
 def _quote(step: Step) -> str | None:
     text = (step.content or "").strip()
     return text[:QUOTE_CHARS].strip() or None
@@ -312,7 +326,7 @@ def _rule_termination(trace: Trace) -> Finding:
             return Finding(
                 code=code,
                 present=True,
-                evidence=[Evidence(step_id=step.id, quote=match.group(0))],
+                evidence=[Evidence(step_id=step.id, quote=_snippet(_step_text(step), match))],
                 rationale=f"Rule: {checked}. [{step.id}] reports a limit: {match.group(0)!r}.",
             )
     for key, value in trace.metadata.items():
@@ -343,7 +357,7 @@ def _rule_termination(trace: Trace) -> Finding:
                 code=code,
                 present=True,
                 evidence=[
-                    Evidence(step_id=before.id, quote=stop.group(0)),
+                    Evidence(step_id=before.id, quote=_snippet(text, stop)),
                     Evidence(step_id=after.id, quote=_quote(after)),
                 ],
                 rationale=f"Rule: {checked}. [{before.id}] says {stop.group(0)!r}, yet "
@@ -437,7 +451,7 @@ def _rule_premature(trace: Trace) -> Finding:
             return Finding(
                 code=code,
                 present=True,
-                evidence=[Evidence(step_id=last.id, quote=error.group(0).strip())],
+                evidence=[Evidence(step_id=last.id, quote=_snippet(_step_text(last), error))],
                 rationale=f"Rule: {checked}. The run ends at [{last.id}] on an error "
                 f"({error.group(0).strip()!r}) that nothing after it resolves.",
             )
@@ -502,7 +516,7 @@ def _expected_deliverable(trace: Trace) -> tuple[_Deliverable, int, str, int] | 
         for position, step in enumerate(opening):
             asked = deliverable.asked.search(_step_text(step))
             if asked:
-                return deliverable, position, asked.group(0), asked.end()
+                return deliverable, position, _snippet(_step_text(step), asked), asked.end()
         asked = deliverable.asked.search(trace.task or "")
         if asked:
             return deliverable, -1, asked.group(0), 0

@@ -21,20 +21,18 @@ provider reports.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
+import copy
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from mast._version import __version__
 from mast.errors import (
     AuthError,
     ContextLengthError,
-    FewShotError,
     ProviderError,
     VerdictParseError,
 )
@@ -46,11 +44,14 @@ from mast.judge.budget import (
     _REASONING_OUTPUT,
     _SAFETY,
     DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_MAX_INPUT_TOKENS,
+    check_options,
     context_window,
 )
 from mast.judge.echo import Planted, folded_fields
-from mast.judge.fewshot import FewShotExample, load_examples, select_examples
-from mast.judge.grounding import ground
+from mast.judge.fewshot import FewShotExample, example_pool, select_examples
+from mast.judge.grounding import EvidencePolicy, ground
+from mast.judge.helpers import run_sync as _run_sync
 from mast.judge.leak import _is_excerpt_of, _normalized_text
 from mast.judge.parse import find_planted, parse_response
 from mast.judge.pricing import PricesLike, PriceTable, price_table
@@ -76,8 +77,6 @@ from mast.traces.model import FailureVector, Trace
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "CallHook", "Judge", "Send", "context_window"]
 
-T = TypeVar("T")
-
 Send = Callable[[Prompt], Awaitable[Completion]]
 """Sends one prompt to the judge's provider and returns the answer."""
 
@@ -92,21 +91,6 @@ _CALL_HOOK: contextvars.ContextVar[CallHook | None] = contextvars.ContextVar(
 )
 
 """Context budget assumed for models not in the table below."""
-
-
-def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
-
-    async def runner() -> T:
-        return await factory()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(runner())
-    # A loop is already running in this thread (a notebook): use a private one elsewhere.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, runner()).result()
 
 
 class Judge:
@@ -136,6 +120,13 @@ class Judge:
         Follow-up requests for an unreadable answer (0 = none).
     drop_ungrounded:
         Move evidence that fails grounding out of ``Finding.evidence`` (into ``dropped``).
+    ungrounded:
+        A positive answer without grounded evidence is kept (``"keep"``), kept and noted
+        (``"flag"``, default) or made ``None`` (``"unknown"``); see :mod:`~mast.judge.grounding`.
+    max_input_tokens:
+        Most prompt tokens one request carries, even if the model takes more (else windows).
+    samples:
+        Independent judgments per trace in :func:`mast.annotate_many` (temperature > 0).
     prices:
         Price overrides: a mapping, a YAML path or a :class:`~mast.judge.pricing.PriceTable`.
     structured_output:
@@ -164,6 +155,9 @@ class Judge:
         context_tokens: int | None = None,
         repair_attempts: int = 1,
         drop_ungrounded: bool = False,
+        ungrounded: EvidencePolicy = "flag",
+        max_input_tokens: int | None = DEFAULT_MAX_INPUT_TOKENS,
+        samples: int = 1,
         prices: PricesLike = None,
         structured_output: StructuredMode = "auto",
         timeout: float | None = 300.0,
@@ -173,6 +167,9 @@ class Judge:
             raise ValueError(f"repair_attempts must be >= 0, got {repair_attempts}")
         if context_tokens is not None and context_tokens < 1024:
             raise ValueError(f"context_tokens must be at least 1024, got {context_tokens}")
+        check_options(ungrounded=ungrounded, max_input_tokens=max_input_tokens, samples=samples)
+        self.ungrounded, self.max_input_tokens = ungrounded, max_input_tokens
+        self.samples, self.sample = samples, 0
         self.model = model
         self.taxonomy = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
         self.temperature = temperature
@@ -206,7 +203,7 @@ class Judge:
             self._redactor = self._redactor.with_literals(self.scrubber.literals)
         self._explicit_examples = fewshot is not None and not isinstance(fewshot, int)
         self._fewshot_count = fewshot if isinstance(fewshot, int) else None
-        self._pool = self._example_pool(fewshot)
+        self._pool = example_pool(fewshot, self.taxonomy, self._notes)
         self.examples = (
             list(self._pool)
             if self._explicit_examples
@@ -233,23 +230,6 @@ class Judge:
         self._chars_per_token = CHARS_PER_TOKEN
 
     # ------------------------------------------------------------------ configuration
-    def _example_pool(self, fewshot: int | Sequence[FewShotExample] | None) -> list[FewShotExample]:
-        if fewshot is not None and not isinstance(fewshot, int):
-            return list(fewshot)
-        if fewshot == 0:
-            return []
-        try:
-            return load_examples(taxonomy=self.taxonomy)
-        except FewShotError:
-            if self.taxonomy == load_taxonomy():
-                raise  # the bundled examples are broken: a bug to surface, not to hide
-            # The bundled examples label MAST's codes, not a custom taxonomy's.
-            self._notes.append(
-                f"the bundled few-shot examples do not fit taxonomy {self.taxonomy.label}: "
-                "zero-shot (pass fewshot=[...] with examples for it)"
-            )
-            return []
-
     def _context(self, trace: Trace) -> _Context:
         """The examples and static prompt for ``trace``, leaving out excerpts of it."""
         haystack = _normalized_text(trace)
@@ -314,7 +294,20 @@ class Judge:
         )
         if self.base_url is not None:
             info["base_url"] = safe_url(self.base_url)
+        # Only what changes answers, and only when it does: older records still resume.
+        if self.ungrounded == "unknown":
+            info["ungrounded"] = "unknown"
+        if self.max_input_tokens is not None and self.max_input_tokens < self.context_tokens:
+            info["max_input_tokens"] = self.max_input_tokens
+        if self.sample:
+            info["sample"] = self.sample
         return info
+
+    def for_sample(self, index: int) -> Judge:
+        """This judge for independent judgment number ``index`` (0 = the judge itself)."""
+        other = copy.copy(self)
+        other.sample = index
+        return other
 
     # ------------------------------------------------------------------ public API
     def annotate(self, trace: Trace) -> Annotation:
@@ -397,7 +390,8 @@ class Judge:
 
     # ------------------------------------------------------------------ internals
     def _prompt_budget(self) -> int:
-        return int((self.context_tokens - self._output_reserve) * _SAFETY)
+        limit = self.context_tokens - self._output_reserve
+        return int(min(limit, self.max_input_tokens or limit) * _SAFETY)
 
     def _learn(self, prompt: Prompt, usage: Usage) -> None:
         """Refine chars/token from the provider's count (only ever more conservative)."""
@@ -462,9 +456,11 @@ class Judge:
             outcome.error = f"answer unreadable after {repairs} repair request(s): {problem}"
             return outcome
         outcome.status = "ok"
-        grounded = ground(verdict, trace, drop_ungrounded=self.drop_ungrounded)
-        outcome.verdict = ground_attribution(grounded, trace)
+        outcome.verdict = ground_attribution(self._ground(verdict, trace), trace)
         return outcome
+
+    def _ground(self, verdict: Verdict, trace: Trace) -> Verdict:
+        return ground(verdict, trace, drop_ungrounded=self.drop_ungrounded, policy=self.ungrounded)
 
     def _parse(
         self, completion: Completion, prompt: Prompt, planted: Planted
@@ -574,9 +570,7 @@ class Judge:
     def _heuristic(self, trace: Trace, start: float) -> Annotation:
         from mast.judge.heuristic import heuristic_verdict
 
-        verdict = ground(
-            heuristic_verdict(trace, self.taxonomy), trace, drop_ungrounded=self.drop_ungrounded
-        )
+        verdict = self._ground(heuristic_verdict(trace, self.taxonomy), trace)
         return Annotation(
             trace_id=trace.id,
             status="ok",

@@ -90,13 +90,21 @@ class Finding(BaseModel):
         default=None, description="Agent responsible for the mode (None = not given)."
     )
 
+    judged: bool | None = Field(
+        default=None,
+        description="What the judge answered, when an evidence policy changed `present` "
+        "(None: `present` is the judge's own answer).",
+    )
+
     @property
     def grounded(self) -> bool | None:
-        """True if any cited evidence held, False if evidence was cited and none held,
-        None when nothing was cited or checked."""
+        """True if any cited evidence held, False if evidence was cited and none held or a
+        positive answer cites nothing at all, None otherwise (nothing cited or checked)."""
         checked = [e.grounded for e in (*self.evidence, *self.dropped) if e.grounded is not None]
         if not checked:
-            return None
+            # A positive answer that cites nothing has nothing to stand on.
+            cites = self.evidence or self.dropped
+            return False if (self.present is True or self.judged is True) and not cites else None
         return any(checked)
 
 
