@@ -113,6 +113,15 @@ def _quote_problem(parts: list[str]) -> str | None:
     return None
 
 
+def _quote_found(quote: str, haystack: str) -> bool:
+    """Whether ``quote`` grounds in ``haystack`` (normalized text) by the rules above; an
+    empty quote is no quote and holds (other modules' evidence uses this too)."""
+    parts = _quote_parts(quote)
+    if not parts:
+        return not quote.strip()
+    return _quote_problem(parts) is None and _fragments_in(parts, haystack)
+
+
 def _fragments_in(parts: list[str], haystack: str) -> bool:
     """All fragments in order, each close enough after the previous one."""
     start = haystack.find(parts[0])
