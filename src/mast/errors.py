@@ -12,6 +12,16 @@ class MastError(Exception):
     """Base class of every error raised by mast."""
 
 
+class ConfigError(MastError, ValueError):
+    """A setting that cannot work (a model name without its provider, …); the message
+    gives the corrected value."""
+
+
+class DuplicateTraceError(MastError, ValueError):
+    """Two different traces in one input set share a trace id; the message names where
+    each came from."""
+
+
 class TaxonomyError(MastError):
     """A taxonomy file (or a draft-version mapping) is missing, malformed or inconsistent."""
 

@@ -161,9 +161,18 @@ def test_every_trace_ends_with_one_record_and_bounded_retries(
     assert f"{len(PLAN)} trace(s): {len(PLAN) - failed} annotated, {failed} failed" in summary
     assert f"{total} provider call(s) ({total - len(PLAN)} retries)" in summary
 
-    # The same command again: every trace has its record, nothing is called or written.
-    calls_before = sum(script.calls.values())
+    # The same command again: traces with an answer or a lasting failure are skipped; the
+    # transport failures (no answer at all) are tried again, the others wait for
+    # --retry-failed and the summary says so.
+    transport = {
+        *("429-always", "500-always", "reset-always", "truncated-always", "timeout-always"),
+        "html200-always",  # a proxy page instead of JSON: retryable, like a dropped answer
+    }
+    calls_before = Counter(script.calls)
     assert main(command) == 0
-    assert f"{len(PLAN)} already done" in capsys.readouterr().out
-    assert sum(script.calls.values()) == calls_before
-    assert len(out.read_text().splitlines()) == len(PLAN)
+    text = capsys.readouterr().out
+    assert f"{len(PLAN) - len(transport)} already done" in text
+    assert f"{len(transport)} transport failure(s) of earlier runs tried again" in text
+    assert "1 failed earlier and were not redone (http_400 1)" in text and "--retry-failed" in text
+    assert {name for name in PLAN if script.calls[name] != calls_before[name]} == transport
+    assert len(out.read_text().splitlines()) == len(PLAN) + len(transport)

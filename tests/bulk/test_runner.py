@@ -18,7 +18,7 @@ from fake_llm_server import FakeLLMServer, Recorded, Reply, verdict_json
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import RateLimiter
 from mast.bulk.runner import RetryPolicy, aannotate_many, annotate_many
-from mast.errors import BudgetExceeded, RunStopped
+from mast.errors import BudgetExceeded, DuplicateTraceError, RunStopped
 from mast.judge.judge import Judge
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_traces
@@ -416,7 +416,8 @@ def test_resume_skips_done_and_retry_failed_redoes_only_failures(
     broken = {"2"}
 
     def respond(request: Recorded) -> Reply:
-        return Reply.error(503, "down") if trace_of(request) in broken else Reply.text(ANSWER)
+        # A refused request (400) is kept on rerun; a transport failure would be retried.
+        return Reply.error(400, "bad") if trace_of(request) in broken else Reply.text(ANSWER)
 
     fake_llm.responder = respond
     out = tmp_path / "r.jsonl"
@@ -424,9 +425,10 @@ def test_resume_skips_done_and_retry_failed_redoes_only_failures(
     judge = judge_for(fake_llm)
     annotate_many(synthetic(4), judge, **kw)
     calls = len(fake_llm.completions)
-    assert calls == 3 + FAST.max_attempts
+    assert calls == 3 + 1  # a 400 is not retried
     rerun = annotate_many(synthetic(4), judge, **kw)
     assert len(fake_llm.completions) == calls and rerun.summary.resumed == 4
+    assert rerun.summary.failed_earlier == {"http_400": 1}
     broken.clear()
     fixed = annotate_many(synthetic(4), judge, retry_failed=True, **kw)
     assert len(fake_llm.completions) == calls + 1
@@ -448,12 +450,12 @@ def test_identical_prompts_are_paid_once(fake_llm: FakeLLMServer, tmp_path: Path
     assert sum(not a.cached for a in run) == 1
 
 
-def test_duplicate_ids_are_annotated_once(fake_llm: FakeLLMServer) -> None:
+def test_duplicate_ids_are_an_error_before_any_call(fake_llm: FakeLLMServer) -> None:
     fake_llm.default = Reply.text(ANSWER)
     traces = synthetic(3) + synthetic(2)
-    run = annotate_many(traces, judge_for(fake_llm), cache=False, progress=False)
-    assert [a.trace_id for a in run] == ["t0", "t1", "t2"]
-    assert run.summary.duplicates == ["t0", "t1"] and run.summary.total == 3
+    with pytest.raises(DuplicateTraceError, match="position 0 and in the in-memory trace at"):
+        annotate_many(traces, judge_for(fake_llm), cache=False, progress=False)
+    assert fake_llm.completions == []
 
 
 def test_real_traces_and_no_key_anywhere(

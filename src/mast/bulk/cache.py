@@ -25,10 +25,12 @@ keeps the cost in a results file equal to what was paid, once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -36,6 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from mast.bulk.cache_trouble import CacheWarning, is_corrupt, move_aside
 from mast.errors import MastError
 from mast.judge.providers import Completion
 from mast.judge.usage import Usage
@@ -43,6 +46,7 @@ from mast.judge.usage import Usage
 __all__ = [
     "CACHE_FILE",
     "CacheLike",
+    "CacheWarning",
     "CachedResponse",
     "ResponseCache",
     "cache_key",
@@ -142,22 +146,66 @@ class ResponseCache:
         target = Path(path).expanduser() if path is not None else default_cache_dir()
         if target.suffix not in (".sqlite", ".sqlite3", ".db"):
             target = target / CACHE_FILE
+        self.path = target
+        self._writable = True
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            # Not shared between threads at once, but annotate_many may run in a worker
-            # thread (inside a notebook's event loop) with a cache the caller opened.
-            self._db = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False)
-            # WAL + NORMAL: every commit survives a killed process, and readers never block.
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.commit()
+            try:
+                self._db = self._connect()
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise
+                self._move_aside(exc)
         except (OSError, sqlite3.Error) as exc:
             raise MastError(
                 f"cannot open the response cache {target}: {exc}; pass another cache "
                 "directory (cache=… / --cache DIR) or turn the cache off (--no-cache)"
             ) from exc
-        self.path = target
+
+    def _connect(self) -> sqlite3.Connection:
+        # Not shared between threads at once, but annotate_many may run in a worker
+        # thread (inside a notebook's event loop) with a cache the caller opened.
+        db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False)
+        try:
+            # WAL + NORMAL: every commit survives a killed process, and readers never block.
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+            db.commit()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self, exc: BaseException) -> None:
+        """A damaged file: move it aside and start an empty cache (one warning)."""
+        with contextlib.suppress(AttributeError, sqlite3.Error):
+            self._db.close()
+        aside = move_aside(self.path)
+        self._db = self._connect()
+        warnings.warn(
+            f"the response cache {self.path} is corrupt ({exc}); moved it to {aside.name} and "
+            "started an empty one: answers it held will be asked for again",
+            CacheWarning,
+            stacklevel=3,
+        )
+
+    def _failed(self, exc: sqlite3.Error | OSError) -> None:
+        """An SQLite error during a read or write: never the run's problem."""
+        if is_corrupt(exc):
+            try:
+                self._move_aside(exc)
+                return
+            except (OSError, sqlite3.Error) as again:
+                exc = again
+        if self._writable:
+            self._writable = False  # warn once; the run goes on without storing answers
+            warnings.warn(
+                f"cannot use the response cache {self.path} ({exc}): answers of this run are "
+                "not cached (results are still written); free space or pass --cache DIR",
+                CacheWarning,
+                stacklevel=3,
+            )
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
@@ -182,12 +230,16 @@ class ResponseCache:
         return int(row[0])
 
     def get(self, key: str) -> CachedResponse | None:
-        """The stored answer for ``key``, or None."""
-        row = self._db.execute(
-            "SELECT text, usage, COALESCE(response_model, model), response_id, finish_reason, "
-            "via_tool, latency_s, batch, charged FROM responses WHERE key = ?",
-            (key,),
-        ).fetchone()
+        """The stored answer for ``key``, or None (also when the cache cannot be read)."""
+        try:
+            row = self._db.execute(
+                "SELECT text, usage, COALESCE(response_model, model), response_id, "
+                "finish_reason, via_tool, latency_s, batch, charged FROM responses WHERE key = ?",
+                (key,),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return None
         if row is None:
             return None
         text, usage, model, response_id, finish, via_tool, latency, batch, charged = row
@@ -220,7 +272,25 @@ class ResponseCache:
         the same batch results twice (a rerun collecting them again) cannot make an
         answer that was already charged look unpaid.
         """
+        if not self._writable:
+            return
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        try:
+            self._insert(verb, key, completion, provider, model, prompt_hash, batch, charged)
+        except sqlite3.Error as exc:
+            self._failed(exc)
+
+    def _insert(
+        self,
+        verb: str,
+        key: str,
+        completion: Completion,
+        provider: str,
+        model: str,
+        prompt_hash: str | None,
+        batch: bool,
+        charged: bool,
+    ) -> None:
         self._db.execute(
             f"{verb} INTO responses (key, provider, model, prompt_hash, text, usage, "
             "response_model, response_id, finish_reason, via_tool, latency_s, batch, charged, "
@@ -247,10 +317,15 @@ class ResponseCache:
     def mark_charged(self, keys: Iterable[str]) -> None:
         """Record that the cost of these entries is now carried by a results record."""
         keys = list(keys)
-        if not keys:
+        if not keys or not self._writable:
             return
-        self._db.executemany("UPDATE responses SET charged = 1 WHERE key = ?", [(k,) for k in keys])
-        self._db.commit()
+        try:
+            self._db.executemany(
+                "UPDATE responses SET charged = 1 WHERE key = ?", [(k,) for k in keys]
+            )
+            self._db.commit()
+        except sqlite3.Error as exc:
+            self._failed(exc)
 
     def delete(self, key: str) -> None:
         """Forget one entry."""

@@ -13,7 +13,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mast.bulk.batch import (
@@ -23,14 +23,15 @@ from mast.bulk.batch import (
     BatchState,
     batch_backend,
 )
-from mast.bulk.cache import ResponseCache, cache_key
+from mast.bulk.cache import CachedResponse, ResponseCache, cache_key
+from mast.bulk.checks import UniqueIds, failure_reason, redo_on_rerun, write_problem
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import RateLimiter
 from mast.bulk.store import ResultsStore
 from mast.bulk.types import RetryPolicy, RunSummary, config_hash
 from mast.errors import (
     AuthError,
-    ContextLengthError,
+    DuplicateTraceError,
     MissingDependencyError,
     ProviderError,
     ProviderTimeout,
@@ -71,25 +72,6 @@ class _Calls:
 
     def add_cost(self, cost: float | None) -> None:
         self.cost = None if cost is None or self.cost is None else self.cost + cost
-
-
-def _reason(ann: Annotation, error: ProviderError | None) -> str:
-    """A short failure category for the summary."""
-    if ann.status == "parse_error":
-        return "parse_error"
-    if error is None:
-        return "error"
-    if isinstance(error, RateLimitError):
-        return "rate_limited"
-    if isinstance(error, ProviderTimeout):
-        return "timeout"
-    if isinstance(error, ContextLengthError):
-        return "context_length"
-    if error.status_code is None:
-        return "connection" if error.retryable else "bad_response"
-    if error.status_code >= 500:
-        return "server_error"
-    return f"http_{error.status_code}"
 
 
 class _Runner:
@@ -140,26 +122,33 @@ class _Runner:
         # at batch prices), and keys to call live instead (their batch item failed).
         self.deferred: dict[str, tuple[dict[str, Any], float]] = {}
         self.live_keys: set[str] = set()
+        # Batch answers the cache does not hold (no cache, or it could not store them).
+        self.batch_answers: dict[str, CachedResponse] = {}
         self.batch_mode = False
         self.batch_pending: list[tuple[int, Trace]] = []
 
     # ------------------------------------------------------------------ input
     def pending(self, traces: Iterable[Trace]) -> Iterator[tuple[int, Trace]]:
         """Input traces still to annotate, numbered; resumed ones are filled in directly."""
-        seen: set[str] = set()
+        ids = UniqueIds()
         index = 0
         for trace in traces:
-            if trace.id in seen:
-                self.summary.duplicates.append(trace.id)
-                continue
-            seen.add(trace.id)
+            try:
+                if not ids.check(trace):
+                    self.summary.duplicates.append(trace.id)  # the same trace read twice
+                    continue
+            except DuplicateTraceError as exc:  # a lazy input: found only now
+                self.stop("duplicate", str(exc))
+                return
             self.summary.total += 1
             prior = self.store.get(trace.id, self.hash) if self.store is not None else None
-            if (
-                prior is not None
-                and self.resume
-                and (prior.status == "ok" or not self.retry_failed)
-            ):
+            if prior is not None and self.resume and prior.status != "ok":
+                # Transport failures are tried again; the others wait for retry_failed.
+                redo = redo_on_rerun(prior, retry_failed=self.retry_failed)
+                earlier = self.summary.retried_earlier if redo else self.summary.failed_earlier
+                earlier[prior.error_kind or prior.status] += 1
+                prior = None if redo else prior
+            if prior is not None and self.resume:
                 self.results[index] = prior
                 self.summary.resumed += 1
                 self.progress.advance(skipped=1)
@@ -219,17 +208,19 @@ class _Runner:
             if waiting is not None:
                 # The same request is on its way for another trace: share its answer.
                 return await asyncio.shield(waiting)
-            if self.cache is not None:
-                hit = self.cache.get(key)
-                if hit is not None:
-                    if not hit.charged:
-                        # Paid (live before a crash, or by batch) but on no record yet.
-                        calls.all_cached = False
-                        cost = self.price(hit.completion.usage, batch=hit.batch)
-                        calls.add_cost(cost)
-                        self.spent += cost or 0.0
-                        calls.charge_keys.append(key)
-                    return hit.completion
+            hit = self.batch_answers.get(key)
+            hit = hit or (self.cache.get(key) if self.cache is not None else None)
+            if hit is not None:
+                if not hit.charged:
+                    # Paid (live before a crash, or by batch) but on no record yet.
+                    calls.all_cached = False
+                    cost = self.price(hit.completion.usage, batch=hit.batch)
+                    calls.add_cost(cost)
+                    self.spent += cost or 0.0
+                    calls.charge_keys.append(key)
+                    if key in self.batch_answers:
+                        self.batch_answers[key] = replace(hit, charged=True)
+                return hit.completion
             if mode == "collect" and key not in self.live_keys:
                 assert self.judge.provider is not None and self.judge.call_config is not None
                 body = self.judge.provider.request_body(prompt, self.judge.call_config)
@@ -370,24 +361,34 @@ class _Runner:
 
     def record(self, index: int, ann: Annotation, calls: _Calls) -> None:
         judge = {**ann.judge, "config_hash": self.hash}
-        update: dict[str, Any] = {"judge": judge}
+        reason = None if ann.status == "ok" else failure_reason(ann, calls.last_error)
+        update: dict[str, Any] = {"judge": judge, "error_kind": reason}
         if calls.any_call:
             cached = calls.all_cached
             update["cached"] = cached
             update["cost_usd"] = 0.0 if cached else calls.cost
         ann = ann.model_copy(update=update)
         if self.store is not None:
-            self.store.append(ann)
+            try:
+                self.store.append(ann)
+            except OSError as exc:
+                # Disk full or read-only: stop, keep the answer (in memory, and uncharged
+                # in the cache, so the rerun that writes its record does not pay again).
+                self.results[index] = ann
+                self.stop(
+                    "output", write_problem(self.store.path, exc, ann, self.cache is not None)
+                )
+                return
         if self.cache is not None:
             # Only now that a record carries their cost: a crash before this line
             # leaves them uncharged, and the rerun's record charges them.
             self.cache.mark_charged(calls.charge_keys)
         self.results[index] = ann
         s = self.summary
-        if ann.status == "ok":
+        if reason is None:
             s.done += 1
         else:
-            s.failed[_reason(ann, calls.last_error)] += 1
+            s.failed[reason] += 1
         if ann.cached:
             s.cached += 1
         s.count_grounding(ann.findings)
@@ -558,6 +559,8 @@ class _Runner:
                         model=self.judge.model_name,
                         batch=True,
                     )
+                if self.cache is None or self.cache.get(key) is None:
+                    self.batch_answers[key] = CachedResponse(result, charged=False, batch=True)
             else:
                 # Missing or failed: this request goes live, with the usual retries.
                 failed += 1

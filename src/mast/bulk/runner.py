@@ -14,7 +14,10 @@ stay in the judge):
   exponential backoff and jitter, honouring ``Retry-After``; a trace whose calls still
   fail gets an error record with the reason, and the run goes on;
 * **results store** (``out=``): append-only JSONL, one record per (trace, judge config),
-  fsynced per line; a rerun skips what is done (``retry_failed=True`` redoes failures);
+  fsynced per line; a rerun skips what is done, tries transport failures (dropped
+  connections, timeouts, 429, 5xx) again, and keeps other failures until
+  ``retry_failed=True`` redoes them; a results file that cannot be written stops the run
+  (``"output"``) with the answer kept; two different traces with one id are an error;
 * **response cache** (``cache=``): answers are stored before they are used, so a crash
   never makes you pay twice; a hit costs nothing and the record says ``cached``;
 * **budget**: ``budget_usd`` stops the run before a call whose estimated cost (prompt
@@ -34,7 +37,7 @@ stay in the judge):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable, Sequence, Sized
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -43,6 +46,7 @@ from mast.bulk.batch import (
     batch_state_path,
 )
 from mast.bulk.cache import CacheLike, ResponseCache, open_cache
+from mast.bulk.checks import check_unique
 from mast.bulk.engine import (
     _Runner,
     log,
@@ -217,6 +221,8 @@ async def _annotate_once(
         # Build the SDK client now, so that the first call the rate limiter lets go does
         # not lag behind its slot while the client is made (and bunch up with the next).
         judge.provider.client()
+    if isinstance(traces, Sequence):
+        check_unique(traces)  # before anything is paid for (a lazy input stops at it)
     store = ResultsStore(out) if out is not None else None
     opened_cache: ResponseCache | None = None
     try:
@@ -294,7 +300,8 @@ def annotate_many(
         Traces (any iterable, also a lazy one such as :func:`mast.load_traces`).
     out:
         Results file (JSON Lines). Records already there for the same trace and judge
-        settings are not redone (``resume``); failed ones are with ``retry_failed=True``.
+        settings are not redone (``resume``), except transport failures (no answer came);
+        other failed ones are redone with ``retry_failed=True``.
     concurrency:
         Traces annotated at the same time (= provider calls in flight, at most).
     rpm, tpm:
@@ -313,7 +320,9 @@ def annotate_many(
         A :class:`RetryPolicy` (default: 6 attempts, 1 s doubling to 60 s, with jitter).
     batch:
         Use the provider's batch API (half price, results within 24 h). Batch ids are kept
-        in ``<out>.batches.json`` so a rerun collects them instead of submitting again.
+        in ``<out>.batches.json`` so a rerun collects them instead of submitting again;
+        without a cache, the answers are kept in memory for the run. Every batch item used
+        is charged (at batch prices) to its record and counts against ``budget_usd``.
     progress, progress_stream:
         Show a progress line (on a terminal; plain lines in a notebook) on the stream
         (default stderr).

@@ -151,8 +151,14 @@ class ResultsStore:
         """Unreadable lines in the middle of the file (ignored)."""
         self._index: dict[RecordKey, Annotation] = {}
         created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = open(self.path, "ab+")  # noqa: SIM115 - closed in close()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[bytes] = open(self.path, "ab+")  # noqa: SIM115 - closed in close()
+        except OSError as exc:  # read-only folder, a file in the way, no space
+            raise MastError(
+                f"cannot write the results file {self.path}: {exc.strerror or exc}; choose "
+                "a writable place with --out (out=)"
+            ) from exc
         try:
             self._lock()
             self._repair_tail()

@@ -88,7 +88,13 @@ class RunSummary:
     not_attempted: list[str] = field(default_factory=list)
     """Ids of traces left when the run stopped early (not written as errors)."""
     duplicates: list[str] = field(default_factory=list)
-    """Trace ids seen more than once in the input (annotated once)."""
+    """Ids of traces read twice from the same file and place (annotated once). Two
+    different traces with one id are an error (:class:`~mast.errors.DuplicateTraceError`)."""
+    failed_earlier: Counter[str] = field(default_factory=Counter)
+    """Of the ``resumed``, records of failures kept from earlier runs, by reason
+    (``retry_failed=True`` redoes them)."""
+    retried_earlier: Counter[str] = field(default_factory=Counter)
+    """Transport failures of earlier runs tried again in this one, by reason."""
     calls: int = 0
     """Provider calls made (retries included; cache hits and batch items excluded)."""
     retries: int = 0
@@ -107,7 +113,8 @@ class RunSummary:
     """Of those, answers with grounded evidence (see :func:`mast.grounded_share`)."""
     elapsed_s: float = 0.0
     stopped: str | None = None
-    """Why the run stopped early: ``"auth"``, ``"budget"`` or None."""
+    """Why the run stopped early: ``"auth"``, ``"budget"``, ``"output"`` (the results file
+    could not be written), ``"duplicate"`` (two traces with one id in a lazy input) or None."""
     stop_message: str | None = None
 
     def count_grounding(self, findings: Mapping[str, Finding]) -> None:
@@ -128,8 +135,18 @@ class RunSummary:
             f"{self.resumed} already done, {len(self.not_attempted)} not attempted"
         ]
         if self.failed:
-            reasons = ", ".join(f"{k} {v}" for k, v in self.failed.most_common())
-            lines.append(f"failed by reason: {reasons}")
+            lines.append(f"failed by reason: {_reasons(self.failed)}")
+        if self.failed_earlier:
+            lines.append(
+                f"{sum(self.failed_earlier.values())} failed earlier and were not redone "
+                f"({_reasons(self.failed_earlier)}): run again with --retry-failed "
+                "(retry_failed=True) to redo them"
+            )
+        if self.retried_earlier:
+            lines.append(
+                f"{sum(self.retried_earlier.values())} transport failure(s) of earlier runs "
+                f"tried again ({_reasons(self.retried_earlier)})"
+            )
         extra = f" ({self.retries} retries)" if self.retries else ""
         lines.append(
             f"{self.calls} provider call(s){extra}, {self.cached} record(s) from cache"
@@ -147,13 +164,17 @@ class RunSummary:
             )
         if self.duplicates:
             shown = ", ".join(self.duplicates[:5]) + (" …" if len(self.duplicates) > 5 else "")
-            lines.append(f"{len(self.duplicates)} duplicate trace id(s) skipped: {shown}")
+            lines.append(f"{len(self.duplicates)} trace(s) read twice, annotated once: {shown}")
         if self.stopped:
             lines.append(f"stopped early ({self.stopped}): {self.stop_message}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.format()
+
+
+def _reasons(counts: Counter[str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.most_common())
 
 
 class AnnotationRun(list[Annotation]):

@@ -34,15 +34,23 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    from mast.cli.inputs import input_notes
     from mast.errors import TraceFormatError
     from mast.traces.datasets import examples_path
     from mast.traces.loaders import load_traces
+    from mast.traces.model import Trace
 
     sources = args.inputs or [examples_path()]
     errors: list[TraceFormatError] = []
     count = 0
-    for trace in load_traces(sources, format=args.format, on_error="skip", errors=errors):
+    noted: list[Trace] = []
+    loaded = load_traces(
+        sources, format=args.format, on_error="skip", errors=errors, ground_truth=args.ground_truth
+    )
+    for trace in loaded:
         count += 1
+        if input_notes([trace]):
+            noted.append(trace)
         labels = ", ".join(
             f"{name}: {'+'.join(vec.positives) or 'none'}" for name, vec in trace.labels.items()
         )
@@ -55,11 +63,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     for err in errors:
         print(f"error: {err}", file=sys.stderr)
     print(f"{count} trace(s) loaded, {len(errors)} error(s)")
+    for note in input_notes(noted):
+        print(note)
     return 0 if count or not errors else 1
 
 
 def _build_parser() -> argparse.ArgumentParser:
     from mast._version import __version__
+    from mast.cli.inputs import add_input_options
 
     parser = argparse.ArgumentParser(
         prog="mast", description="Annotate agent traces with MAST failure modes."
@@ -67,14 +78,24 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("taxonomy", help="print the failure modes as a table")
-    p.add_argument("path", nargs="?", help="a custom taxonomy YAML (default: MAST)")
+    p = sub.add_parser(
+        "taxonomy",
+        help="print the failure modes as a table",
+        description="Print the failure modes of MAST, of a bundled taxonomy (sre) or of a "
+        "custom taxonomy file.",
+    )
+    p.add_argument(
+        "path",
+        nargs="?",
+        metavar="NAME|PATH",
+        help="'mast' (default) or 'sre' for a bundled taxonomy, or a custom taxonomy YAML",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="include definitions")
     p.set_defaults(handler=_cmd_taxonomy)
 
     p = sub.add_parser("inspect", help="load traces and summarize them (default: bundled examples)")
     p.add_argument("inputs", nargs="*", help="files, folders or globs")
-    p.add_argument("--format", default="auto", help="trace format (default: detect)")
+    add_input_options(p)
     p.set_defaults(handler=_cmd_inspect)
 
     for register in _extra_commands():

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from mast.cli.inputs import add_input_options
+
 __all__ = ["register"]
 
 
@@ -54,6 +56,7 @@ def _redact_pattern(text: str) -> tuple[str, str]:
 
 def _cmd_annotate(args: argparse.Namespace) -> int:
     from mast.bulk.runner import RetryPolicy, annotate_many
+    from mast.cli.inputs import input_notes
     from mast.errors import TraceFormatError
     from mast.judge.judge import Judge
     from mast.judge.redact import Redactor
@@ -75,7 +78,15 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
     errors: list[TraceFormatError] = []
     if not args.quiet:
         print("mast: loading traces …", file=sys.stderr)
-    traces = list(load_traces(args.inputs, format=args.format, on_error="skip", errors=errors))
+    traces = list(
+        load_traces(
+            args.inputs,
+            format=args.format,
+            on_error="skip",
+            errors=errors,
+            ground_truth=args.ground_truth,
+        )
+    )
     for err in errors[:10]:
         print(f"mast: skipped unreadable input: {err}", file=sys.stderr)
     if len(errors) > 10:
@@ -114,6 +125,8 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
     print(summary.format())
     if errors:
         print(f"{len(errors)} input(s) could not be read (listed on stderr)")
+    for note in input_notes(traces):
+        print(note)
     print(f"results: {args.out}")
     if summary.stopped:
         print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
@@ -122,8 +135,10 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
             "run the same command again to resume",
             file=sys.stderr,
         )
-    if summary.stopped and summary.done + summary.failed_total == 0:
-        return 1  # stopped before anything could be done
+    if summary.stopped and (
+        summary.stopped == "output" or summary.done + summary.failed_total == 0
+    ):
+        return 1  # stopped before anything could be done, or results could not be written
     ok = sum(a.status == "ok" for a in run)
     return 0 if ok else 1
 
@@ -158,7 +173,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--batch", action="store_true", help="use the provider's batch API")
     p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
-    p.add_argument("--retry-failed", action="store_true", help="redo traces recorded as failed")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="redo traces recorded as failed (transport failures are retried anyway)",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--cache",
@@ -167,7 +186,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="response cache directory (default: $MAST_CACHE_DIR or ~/.cache/mast)",
     )
     group.add_argument("--no-cache", action="store_true", help="do not cache answers")
-    p.add_argument("--format", default="auto", help="trace format (default: detect)")
+    add_input_options(p)
     p.add_argument("--prices", default=None, metavar="YAML", help="price overrides (USD/1M)")
     p.add_argument("--max-tokens", type=_positive_int, default=None, help="output token cap")
     p.add_argument(

@@ -51,6 +51,11 @@ class Annotation(BaseModel):
     error: str | None = None
     """Why the status is not ``"ok"``, in words (never contains an API key)."""
 
+    error_kind: str | None = None
+    """Why the status is not ``"ok"``, as one word (``"connection"``, ``"timeout"``,
+    ``"rate_limited"``, ``"server_error"``, ``"http_400"``, ``"parse_error"``, …): a rerun
+    tries transport failures again and says what the others were."""
+
     taxonomy: str
     """Taxonomy name and version the vector uses, e.g. ``"MAST 1.0"``."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mast.errors import ConfigError
 from mast.judge.providers._base import CallConfig, Completion, Provider, StructuredMode
 
 __all__ = [
@@ -41,17 +42,27 @@ def provider_names() -> list[str]:
 
 
 def parse_model(spec: str) -> tuple[str, str]:
-    """Split ``"provider/model"`` at the first slash; the model part may contain slashes."""
+    """Split ``"provider/model"`` at the first slash; the model part may contain slashes.
+
+    A name without its provider raises :class:`~mast.errors.ConfigError` with the
+    corrected name (``openai:gpt-4o`` → ``openai/gpt-4o``; ``gpt-4.1`` → ``openai/gpt-4.1``).
+    """
     provider, sep, model = spec.partition("/")
     if not sep or not provider or not model:
+        head, colon, tail = spec.partition(":")
+        if colon and head in _PROVIDERS and tail:
+            raise ConfigError(
+                f"model {spec!r} separates provider and model with ':'; write "
+                f"'{head}/{tail}' (provider/model)"
+            )
         guess = "anthropic" if spec.startswith("claude") else "openai"
-        raise ValueError(
-            f"model {spec!r} does not name its provider: expected 'provider/model' with "
-            f"provider one of {provider_names()} (e.g. '{guess}/{spec or 'gpt-4.1'}'), "
-            "or 'heuristic' for the offline baseline"
+        raise ConfigError(
+            f"model {spec!r} does not name its provider: write '{guess}/{spec or 'gpt-4.1'}' "
+            f"(provider/model, provider one of {', '.join(provider_names())}), or 'heuristic' "
+            "for the offline baseline"
         )
     if provider not in _PROVIDERS:
-        raise ValueError(
+        raise ConfigError(
             f"unknown provider {provider!r} in model {spec!r}: use one of {provider_names()}; "
             "for another OpenAI-compatible server use 'openai/<model>' with base_url=…"
         )

@@ -106,7 +106,8 @@ class Provider(ABC):
         if key is None:
             raise AuthError(
                 f"no API key for provider {self.name!r}: set the {self.env_var} environment "
-                "variable or pass api_key=… (use model 'heuristic' to run without a key)",
+                f"variable (export {self.env_var}=…), or use model 'heuristic' to run "
+                "without a key",
                 provider=self.name,
             )
         self.__api_key = key

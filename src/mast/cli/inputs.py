@@ -1,0 +1,79 @@
+"""Options and notes shared by the commands that read traces (``annotate``, ``inspect``).
+
+``--format`` is checked when the command line is parsed, so a typo ends with one line that
+lists the formats instead of a traceback; ``--ground-truth`` scores ITBench trials; and
+:func:`input_notes` says what a person should know about the traces read (plain-text files
+no framework segmenter recognised, ITBench trials left without ground truth).
+
+>>> input_notes([])
+[]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from pathlib import Path
+
+from mast.traces.model import Outcome, Trace
+
+__all__ = ["add_input_options", "format_name", "input_notes"]
+
+
+def format_name(text: str) -> str:
+    """An argparse type: ``auto`` or a format name that :func:`mast.load_traces` knows."""
+    from mast.traces.loaders import formats
+
+    names = list(formats())
+    if text != "auto" and text not in names:
+        raise argparse.ArgumentTypeError(
+            f"unknown format {text!r}: use auto (detect) or one of {', '.join(sorted(names))}"
+        )
+    return text
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--format`` and ``--ground-truth`` to a command that reads traces."""
+    parser.add_argument(
+        "--format", default="auto", type=format_name, help="trace format (default: detect)"
+    )
+    parser.add_argument(
+        "--ground-truth",
+        default=None,
+        type=Path,
+        metavar="PATH",
+        help="ITBench ground truth for the trial folders: a groundtruth.yaml, or a folder of "
+        "scenario_N/ (Scenario-N/) folders (default: found beside the runs)",
+    )
+
+
+def _shown(traces: list[Trace]) -> str:
+    names = ", ".join(t.id for t in traces[:5])
+    return names + (" …" if len(traces) > 5 else "")
+
+
+def input_notes(traces: Iterable[Trace]) -> list[str]:
+    """Lines for the summary about traces read in a way a person may not expect."""
+    plain: list[Trace] = []
+    no_truth: list[Trace] = []
+    for trace in traces:
+        if trace.format == "text" and not trace.segmented:
+            plain.append(trace)
+        if (
+            trace.format == "itbench"
+            and trace.outcome is Outcome.UNKNOWN
+            and "ground_truth_file" not in trace.metadata
+        ):
+            no_truth.append(trace)
+    notes = []
+    if plain:
+        notes.append(
+            f"{len(plain)} plain-text trace(s) (no known framework log format; each is one "
+            f"step): {_shown(plain)}"
+        )
+    if no_truth:
+        notes.append(
+            f"{len(no_truth)} ITBench trial(s) without ground truth (outcome unknown): "
+            f"{_shown(no_truth)}; pass --ground-truth PATH"
+        )
+    return notes
