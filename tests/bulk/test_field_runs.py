@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
-import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -252,7 +251,8 @@ def test_a_corrupted_cache_is_a_miss_with_one_warning(
     with pytest.warns(CacheWarning, match="corrupt") as caught:
         result = run(synthetic(30), judge_for(fake_llm), out=out, cache=cache)
     assert len(caught) == 1
-    assert all(a.ok for a in result) and len(fake_llm.completions) == 60
+    assert all(a.ok for a in result)
+    # Answers read before the damaged page was met are used; from then on, asked again.
+    assert 30 < len(fake_llm.completions) <= 60
     aside = [p.name for p in cache.iterdir() if ".corrupt" in p.name]
     assert aside and any(p.startswith("responses.sqlite.corrupt") for p in aside)
-    logging.getLogger().debug("moved aside: %s", aside)
