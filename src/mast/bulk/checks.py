@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mast.bulk.types import RunSummary
 from mast.errors import (
     ContextLengthError,
     DuplicateTraceError,
@@ -36,6 +37,7 @@ __all__ = [
     "UniqueIds",
     "check_unique",
     "failure_reason",
+    "kept_on_rerun",
     "redo_on_rerun",
     "write_problem",
 ]
@@ -68,6 +70,19 @@ def redo_on_rerun(prior: Annotation, *, retry_failed: bool) -> bool:
     if prior.status == "ok":
         return False
     return retry_failed or prior.error_kind in TRANSIENT
+
+
+def kept_on_rerun(
+    prior: Annotation, summary: RunSummary, *, retry_failed: bool
+) -> Annotation | None:
+    """``prior`` if the rerun keeps it, None if the trace is annotated again; failures of
+    earlier runs are counted in ``summary`` (tried again, or kept) by reason."""
+    if prior.status == "ok":
+        return prior
+    redo = redo_on_rerun(prior, retry_failed=retry_failed)
+    earlier = summary.retried_earlier if redo else summary.failed_earlier
+    earlier[prior.error_kind or prior.status] += 1
+    return None if redo else prior
 
 
 def write_problem(path: Path, exc: OSError, ann: Annotation, cached: bool) -> str:

@@ -24,7 +24,7 @@ from mast.bulk.batch import (
     batch_backend,
 )
 from mast.bulk.cache import CachedResponse, ResponseCache, cache_key
-from mast.bulk.checks import UniqueIds, failure_reason, redo_on_rerun, write_problem
+from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import RateLimiter
 from mast.bulk.store import ResultsStore
@@ -142,12 +142,8 @@ class _Runner:
                 return
             self.summary.total += 1
             prior = self.store.get(trace.id, self.hash) if self.store is not None else None
-            if prior is not None and self.resume and prior.status != "ok":
-                # Transport failures are tried again; the others wait for retry_failed.
-                redo = redo_on_rerun(prior, retry_failed=self.retry_failed)
-                earlier = self.summary.retried_earlier if redo else self.summary.failed_earlier
-                earlier[prior.error_kind or prior.status] += 1
-                prior = None if redo else prior
+            if prior is not None and self.resume:  # None: a failure to redo now
+                prior = kept_on_rerun(prior, self.summary, retry_failed=self.retry_failed)
             if prior is not None and self.resume:
                 self.results[index] = prior
                 self.summary.resumed += 1
@@ -372,8 +368,7 @@ class _Runner:
             try:
                 self.store.append(ann)
             except OSError as exc:
-                # Disk full or read-only: stop, keep the answer (in memory, and uncharged
-                # in the cache, so the rerun that writes its record does not pay again).
+                # Disk full: stop; the answer stays in memory and uncharged in the cache.
                 self.results[index] = ann
                 self.stop(
                     "output", write_problem(self.store.path, exc, ann, self.cache is not None)
