@@ -110,6 +110,7 @@ def _extra_commands() -> list[
     from mast.cli.agree import register as register_agree
     from mast.cli.annotate import register as register_annotate
     from mast.cli.demo import register as register_demo
+    from mast.cli.export import register as register_export
     from mast.cli.label import register as register_label
     from mast.cli.report import register as register_report
     from mast.cli.validate import register as register_validate
@@ -118,6 +119,7 @@ def _extra_commands() -> list[
         register_agree,
         register_annotate,
         register_demo,
+        register_export,
         register_label,
         register_report,
         register_validate,
