@@ -194,7 +194,7 @@ def export_otel(
     exporter = _exporter(out, endpoint, headers)
     summary = ExportSummary()
     events = evaluation_events(annotations, traces, summary=summary)
-    from mast import __version__
+    from mast._version import __version__
 
     provider = LoggerProvider(
         resource=Resource.create({"service.name": service_name, "mast.version": __version__})
