@@ -3,6 +3,7 @@ detect-secrets (Yelp's maintained rule set), side by side.
 
     python bench/redaction_detectors.py            # mast only, if detect-secrets is absent
     pip install detect-secrets && python bench/redaction_detectors.py
+    python bench/redaction_detectors.py --holdout  # the held-out set (holdout.yaml)
 
 For every secret of ``tests/fixtures/redaction/secrets.yaml`` (placed in a trace as the
 entry says) and every look-alike of ``lookalikes.yaml``, both tools look at the trace text
@@ -90,8 +91,10 @@ def detect_secrets_tool() -> tuple[Callable[[Case], bool], Callable[[Case], bool
 
 
 def main() -> None:
-    cases = [c for c in secrets() if c.where != "metadata"]
-    looks = list(lookalikes())
+    held = "--holdout" in sys.argv[1:]
+    name = ("holdout.yaml", "holdout.yaml") if held else ("secrets.yaml", "lookalikes.yaml")
+    cases = [c for c in secrets(name[0]) if c.where != "metadata"]
+    looks = list(lookalikes(name[1]))
     formats = {c.format for c in cases}
     tools = {
         "mast.redact": mast_tool(),

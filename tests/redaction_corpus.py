@@ -113,8 +113,9 @@ def _put(template: Any, secret: str, rng: random.Random) -> Any:
 
 
 @cache
-def secrets() -> tuple[Case, ...]:
-    entries = yaml.safe_load((CORPUS / "secrets.yaml").read_text(encoding="utf-8"))["secrets"]
+def secrets(name: str = "secrets.yaml") -> tuple[Case, ...]:
+    """The secrets of ``name`` (``secrets.yaml``, or ``holdout.yaml`` for the held-out set)."""
+    entries = yaml.safe_load((CORPUS / name).read_text(encoding="utf-8"))["secrets"]
     cases = []
     for entry in entries:
         rng = _rng(entry["id"])
@@ -138,8 +139,9 @@ def secrets() -> tuple[Case, ...]:
 
 
 @cache
-def lookalikes() -> tuple[Case, ...]:
-    entries = yaml.safe_load((CORPUS / "lookalikes.yaml").read_text(encoding="utf-8"))
+def lookalikes(name: str = "lookalikes.yaml") -> tuple[Case, ...]:
+    """The look-alikes of ``name`` (``lookalikes.yaml``, or ``holdout.yaml``)."""
+    entries = yaml.safe_load((CORPUS / name).read_text(encoding="utf-8"))
     return tuple(
         Case(id=e["id"], where=e["where"], text=e.get("text"), args=e.get("args"))
         for e in entries["lookalikes"]

@@ -379,6 +379,9 @@ _HEADERS = (
     ),
 )
 
+# A command-line argument: quoted, or up to the next blank.
+_ARG = r"(?:'([^'\n]+)'|\"([^\"\n]+)\"|([^\s'\"|;&]+))"
+
 _COMMAND_LINES = (
     # Passwords in URLs: scheme://user:password@host (user may be empty: redis://:pw@host).
     SecretPattern.make(
@@ -415,10 +418,45 @@ _COMMAND_LINES = (
     ),
     SecretPattern.make(
         "password",
-        r"sshpass[ \t]+-p[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|([^\s'\"]+))",
+        r"sshpass[ \t]+-p[ \t]*" + _ARG,
         group=(1, 2, 3),
         check=_not_placeholder,
     ),
+    # redis-cli -a …, docker/podman/helm registry login -p …, echo '…' | sudo -S.
+    SecretPattern.make(
+        "password",
+        r"redis-cli[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+" + _ARG,
+        group=(1, 2, 3),
+        check=_not_placeholder,
+    ),
+    SecretPattern.make(
+        "password",
+        r"(?:docker|podman|nerdctl|helm registry|buildah|skopeo) login[^\n|;&]*?[ \t]"
+        r"(?:-p|--password)[ \t]+" + _ARG,
+        group=(1, 2, 3),
+        check=_not_placeholder,
+    ),
+    SecretPattern.make(
+        "password",
+        r"echo[ \t]+" + _ARG + r"[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S",
+        group=(1, 2, 3),
+        check=_not_placeholder,
+    ),
+    # .netrc: machine … login … password …
+    SecretPattern.make(
+        "password",
+        r"\blogin[ \t]+\S+[ \t]*\r?\n?[ \t]*password[ \t]+(\S+)",
+        group=1,
+        check=_not_placeholder,
+    ),
+    # aws configure set aws_secret_access_key … (a blank, not "=", after the name).
+    SecretPattern.make(
+        "aws_secret_key",
+        r"configure set[ \t]+(?:aws_secret_access_key|aws_session_token)[ \t]+(\S+)",
+        group=1,
+        check=lambda s: _not_placeholder(s) and _not_example(s),
+    ),
+    SecretPattern.make("wandb_key", r"wandb login[ \t]+(?:--?\S+[ \t]+)*([0-9a-f]{40})\b", group=1),
 )
 
 # --------------------------------------------------------------------------- by name
