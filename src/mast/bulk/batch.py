@@ -83,6 +83,8 @@ class BatchBackend(ABC):
             err = body.get("error", body)
             if isinstance(err, Mapping):
                 detail = err.get("message") or err.get("code") or err
+        for secret in self.provider.credentials():  # a server may echo the key in an error
+            detail = str(detail).replace(secret, "***")
         failure = _ItemFailure(status, body, f"batch item failed: {detail}")
         if status is None:
             # Expired or canceled before it ran: another try can help.

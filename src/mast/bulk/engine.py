@@ -561,8 +561,7 @@ class _Runner:
                 failed += 1
                 self.live_keys.add(key)
                 if result is not None:
-                    failure = self.judge.scrubber.text(str(result))
-                    log.info("batch %s item %s failed: %s", entry.id, key[:12], failure)
+                    log.info("batch %s item %s failed: %s", entry.id, key[:12], result)
         if failed:
             log.warning("batch %s: %d item(s) failed; retrying them one by one", entry.id, failed)
         state.remove(entry.id)
