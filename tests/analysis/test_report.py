@@ -91,6 +91,10 @@ def html() -> str:
 def test_every_section_is_there(html: str) -> None:
     for anchor in (*SECTIONS, "agreement"):
         assert f'id="{anchor}"' in html, anchor
+    # The agreement table carries the numbers a pooled kappa must be read beside (issue 17).
+    for needle in ("macro κ", "cells scored / asked", "constant judge {", "chance at reference"):
+        assert needle in html, needle
+    assert "3.2∨3.3" in html and "unknown read as no" in html
     assert "Failures by reason" in html and "Outcome analysis" in html
     assert "L2-penalized logistic regression" in html or "no regression" in html
 

@@ -423,10 +423,38 @@ def _outcomes(data: VectorData, bootstrap: int, seed: int) -> _Section:
     return section
 
 
+def _context_rows(c: Any) -> list[list[str]]:
+    """Rows beside the pooled kappa: macro kappa, coverage, the two baselines on the same
+    cells, and kappa with unknown read as "no" (issue 17)."""
+    blank = ["", "", "", "", ""]
+    constant = "{" + ", ".join(c.constant_modes) + "}"
+    return [
+        [
+            "macro κ",
+            "modes with both classes",
+            str(len(c.macro_modes)),
+            _num(c.macro_kappa, 2),
+            _ci(c.macro_low, c.macro_high, percent=False),
+            *blank,
+        ],
+        ["coverage", "cells scored / asked", f"{c.cells_scored}/{c.cells_asked}", "", "", *blank],
+        ["baseline", f"constant judge {constant}", "", _num(c.constant_kappa, 2), "", *blank],
+        ["baseline", "chance at reference prevalence", "", _num(c.chance_kappa, 2), "", *blank],
+        [
+            "unknown→no",
+            "unknown read as no",
+            str(c.unknown_as_no_cells),
+            _num(c.unknown_as_no_kappa, 2),
+            "",
+            *blank,
+        ],
+    ]
+
+
 def _agreement(
     runs: Mapping[str, Sequence[Annotation]], reference: Any, name: str, bootstrap: int, seed: int
 ) -> _Section:
-    from mast.agree import agreement
+    from mast.agree import BASELINES_MEANING, agreement
     from mast.errors import MastError
 
     section = _Section(f"Agreement with {name}", "agreement")
@@ -450,7 +478,7 @@ def _agreement(
         section.notes.append(
             f"{run}: pooled Cohen's kappa {_num(p.kappa, 3)} "
             f"{_ci(p.boot_low, p.boot_high, percent=False)} over {p.n_cells} cells of "
-            f"{rep.n_traces} traces"
+            f"{rep.n_traces} traces; {BASELINES_MEANING}"
         )
         if rep.n_traces:
             section.figures.append((f"Agreement per mode: {run}", _png(rep.plot())))
@@ -474,7 +502,8 @@ def _agreement(
                             "/".join(_num(r[c]) for c in ("tp", "fp", "fn", "tn")),
                         ]
                         for i, r in frame.iterrows()
-                    ],
+                    ]
+                    + _context_rows(rep.context),
                     numeric_from=2,
                 ),
             )
