@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from mast.cli.agree_attribution import add_arguments as add_attribution_arguments
+
 _T = TypeVar("_T")
 
 _DESCRIPTION = """\
@@ -32,6 +34,7 @@ examples:
   mast agree --reference MAD_human.json --reference-annotator majority \
              --candidate results.jsonl
   mast agree --among MAD_human.json --by-version
+  mast agree --attribution --reference Who_and_When/ --candidate attribution.jsonl
 
 Beside every pooled kappa: the macro kappa over modes, coverage (cells scored / asked), two
 baselines on the same cells (a constant judge flagging the most frequent modes; a judge
@@ -80,6 +83,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--format", choices=["table", "markdown", "json"], default="table", help="output format"
     )
     p.add_argument("--plot", metavar="FILE", help="also save a forest plot (needs matplotlib)")
+    add_attribution_arguments(p)
     p.set_defaults(handler=_cmd_agree)
 
 
@@ -96,6 +100,10 @@ def _collect_warnings(into: list[str]) -> Iterator[None]:
 
 
 def _cmd_agree(args: argparse.Namespace) -> int:
+    if args.attribution:
+        from mast.cli.agree_attribution import run
+
+        return run(args)
     pairwise = args.reference is not None or args.candidate is not None
     if args.among and pairwise:
         return _usage("give either --among FILE… or --reference and --candidate, not both")

@@ -15,7 +15,10 @@ from pathlib import Path
 
 from mast.cli.inputs import add_input_options
 
-__all__ = ["register"]
+__all__ = ["ATTRIBUTION_METHODS", "register"]
+
+# The methods of mast.judge.attribute.METHODS, spelled out so `mast --help` stays light.
+ATTRIBUTION_METHODS = ("all-at-once", "step-by-step", "binary-search")
 
 
 def _positive_int(text: str) -> int:
@@ -75,6 +78,17 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         redact=redact,
     )
+    if args.attribution:
+        if args.model == "heuristic":
+            print(
+                "mast: error: --attribution needs an LLM judge (--model provider/model); the "
+                "heuristic judge makes no calls",
+                file=sys.stderr,
+            )
+            return 2
+        from mast.judge.attribute import AttributionJudge
+
+        judge = AttributionJudge(judge, args.attribution)
     errors: list[TraceFormatError] = []
     if not args.quiet:
         print("mast: loading traces …", file=sys.stderr)
@@ -215,6 +229,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="KIND=REGEX",
         help="also replace matches of REGEX with [REDACTED:KIND] (repeatable)",
+    )
+    p.add_argument(
+        "--attribution",
+        choices=ATTRIBUTION_METHODS,
+        default=None,
+        metavar="METHOD",
+        help="instead of the failure modes, find each failed run's decisive error (agent and "
+        "step) with one of: " + ", ".join(ATTRIBUTION_METHODS) + " (1 call; one call per "
+        "step until the first error; about log2(steps) calls). Use its own --out file",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=_cmd_annotate)
