@@ -270,7 +270,10 @@ def test_windows_keep_the_earliest_first_step_and_decisive_error(
         for target in ("s12", "s30"):
             if target in ids:
                 agent = "planner" if int(target[1:]) % 2 == 0 else "coder"
-                present["1.3"] = {"present": True, "first_step": target, "agent": agent}
+                # a window's positive needs grounded evidence to survive the merge (issue 16)
+                cited = [{"step_id": target, "quote": f"marker-{target[1:]}: agent talk"}]
+                present["1.3"] = {"present": True, "first_step": target, "agent": agent,
+                                  "evidence": cited}  # fmt: skip
                 decisive = {"agent": agent, "step_id": target, "modes": ["1.3"], "reason": "r",
                             "quote": ""}  # fmt: skip
         return Reply.text(answer(present, decisive=decisive))

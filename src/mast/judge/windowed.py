@@ -28,7 +28,17 @@ from mast.judge.prompts import (
 from mast.judge.providers import Completion
 from mast.judge.usage import Usage
 from mast.judge.verdict import Verdict
-from mast.judge.windows import CARRY_OVER_MAX_CHARS, WindowResult, carry_over, merge, plan_windows
+from mast.judge.windows import (
+    CARRY_OVER_MAX_CHARS,
+    FINAL_NOTE_MAX_CHARS,
+    WindowResult,
+    carry_over,
+    cited_steps,
+    final_pass_note,
+    merge,
+    mode_kinds,
+    plan_windows,
+)
 from mast.traces.model import Trace
 
 if TYPE_CHECKING:  # judge.py imports this module; Judge is only a type here
@@ -163,7 +173,30 @@ async def annotate_in_windows(
                 info=info, status=outcome.status, verdict=outcome.verdict, error=outcome.error
             )
         )
-    merged = merge(results, judge.taxonomy.codes)
+    kinds = mode_kinds(judge.taxonomy.codes, judge.taxonomy.name)
+    final_hash: str | None = None
+    cross = [c for c, k in kinds.items() if k == "cross"]
+    final: Verdict | None = None
+    if len(spans) > 1 and cross:
+        final_prompt, outcome = await _final_pass(judge, trace, ctx, results, cross, capacity)
+        if final_prompt is None:
+            problems.append(
+                f"no final pass over the parts for {', '.join(cross)}: no part cited a "
+                "grounded step; those modes merge like the others"
+            )
+        else:
+            final_hash = final_prompt.prompt_hash
+            usage = usage + outcome.usage
+            completions += outcome.completions
+            problems += [f"final pass: {p}" for p in outcome.problems]
+            if outcome.raw is not None:
+                raws.append(
+                    f"=== final pass over the parts ({', '.join(cross)}) ===\n{outcome.raw}"
+                )
+            if outcome.verdict is None:
+                problems.append(f"final pass failed ({outcome.error}); the parts' answers decide")
+            final = outcome.verdict
+    merged = merge(results, judge.taxonomy.codes, kinds=kinds, final=final)
     read = [r.verdict for r in results if r.verdict is not None]
     findings, decisive = merge_window_attribution(read, merged.findings, trace)
     described = judge.describe()
@@ -171,6 +204,8 @@ async def annotate_in_windows(
     described["static_prefix_hash"] = prompts[0].static_prefix_hash
     described["prompt_hash"] = _combined_hash([p.prompt_hash for p in prompts])
     described["window_prompt_hashes"] = [p.prompt_hash for p in prompts]
+    described["window_spans"] = [[r.info.first, r.info.last] for r in results]
+    described["final_pass_prompt_hash"] = final_hash
     described["response_ids"] = [c.response_id for c in completions]
     if completions:
         described["response_model"] = completions[-1].model
@@ -193,3 +228,38 @@ async def annotate_in_windows(
         problems=ctx.notes + problems + merged.problems + cost_note,
         raw="\n\n".join(raws) or None,
     )
+
+
+async def _final_pass(
+    judge: Judge,
+    trace: Trace,
+    ctx: _Context,
+    results: Sequence[WindowResult],
+    cross: Sequence[str],
+    capacity: int,
+) -> tuple[Prompt | None, _Outcome]:
+    """One more request: the steps the parts cited, with every part's summary and findings,
+    for the modes that can span parts. (None, …) when no part cited a grounded step."""
+    wanted = set(cited_steps(results, cross))
+    costs = judge._step_costs(trace)
+    # The final note may be longer than the carry-over note the capacity was measured with.
+    room = capacity - int((FINAL_NOTE_MAX_CHARS - CARRY_OVER_MAX_CHARS) / judge._chars_per_token)
+    steps, used = [], 0
+    for step, cost in zip(trace.steps, costs, strict=True):
+        if step.id in wanted and used + cost <= room:
+            steps.append(step)
+            used += cost
+    if not steps:
+        return None, _Outcome(status="error")
+    prompt = render(
+        trace,
+        taxonomy=judge.taxonomy,
+        examples=ctx.examples,
+        system=ctx.system,
+        steps=steps,
+        carry_over=final_pass_note(results, cross),
+    )
+    try:
+        return prompt, await judge._attempt(prompt, trace)
+    except ContextLengthError as exc:
+        return prompt, _Outcome(status="error", error=str(exc))

@@ -5,9 +5,21 @@ steps into consecutive windows; a single step larger than a window gets a window
 (and a problem note), it is never cut. Each window after the first carries a short note on
 what the earlier windows found.
 
-Merge rules, per mode: present (True) if any window shows it (its evidence is kept);
-otherwise unknown (None) if any window failed or left the mode unanswered; absent (False)
-only when every window said False.
+Merge rules depend on the mode's kind (:func:`mode_kinds`; MAST codes only, other
+taxonomies treat every mode as local):
+
+- **end of run** (1.5, 3.1, 3.2, 3.3 — stopping, verification): only the last window sees
+  how the run ended, so the last window decides (it gets a note on the earlier windows);
+  earlier windows' answers are ignored, and noted when they said present;
+- **local** modes: present if some window shows it *with grounded evidence*; a window's
+  positive without grounded evidence is dropped (the mode becomes unknown, noted), so false
+  positives do not grow with the number of windows; absent only when every window said
+  absent, else unknown;
+- **cross-window** modes (1.3, 1.4, 2.4, 2.5 — repetition, forgotten context, withheld or
+  ignored information) can span a boundary: after the windows, one **final pass** shows
+  the judge the steps the windows cited and every window's summary and findings
+  (:func:`final_pass_note`), and its grounded answer decides; without a final pass they
+  merge like local modes.
 
 >>> plan_windows([3, 3, 3, 9, 1], capacity=6)
 [(0, 2), (2, 3), (3, 4), (4, 5)]
@@ -15,8 +27,9 @@ only when every window said False.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from mast.judge.annotation import Status
 from mast.judge.prompts import WindowInfo
@@ -25,6 +38,32 @@ from mast.traces.model import FailureVector
 
 CARRY_OVER_MAX_CHARS = 700
 """Upper bound on the carry-over note, so windows stay predictable in size."""
+
+FINAL_NOTE_MAX_CHARS = 4000
+"""Upper bound on the note of the final pass over all windows."""
+
+END_OF_RUN = frozenset({"1.5", "3.1", "3.2", "3.3"})
+"""MAST modes that need the end of the run: decided by the last window."""
+
+CROSS_WINDOW = frozenset({"1.3", "1.4", "2.4", "2.5"})
+"""MAST modes that can span windows: decided by a final pass over the windows' findings."""
+
+ModeKind = Literal["local", "end", "cross"]
+
+
+def mode_kinds(codes: Sequence[str], taxonomy_name: str = "MAST") -> dict[str, ModeKind]:
+    """The merge kind of every code (the MAST kinds apply to the MAST taxonomy only).
+
+    >>> kinds = mode_kinds(["1.1", "1.3", "3.2"])
+    >>> kinds["1.1"], kinds["1.3"], kinds["3.2"]
+    ('local', 'cross', 'end')
+    """
+    if taxonomy_name != "MAST":
+        return {c: "local" for c in codes}
+    return {
+        c: "end" if c in END_OF_RUN else "cross" if c in CROSS_WINDOW else "local" for c in codes
+    }
+
 
 _STATUS_RANK: dict[Status, int] = {"ok": 0, "parse_error": 1, "error": 2}
 
@@ -108,53 +147,27 @@ class Merged:
     problems: list[str]
 
 
-def merge(results: Sequence[WindowResult], codes: Sequence[str]) -> Merged:
-    """Merge window results by the rules in the module docstring."""
+def merge(
+    results: Sequence[WindowResult],
+    codes: Sequence[str],
+    *,
+    kinds: Mapping[str, ModeKind] | None = None,
+    final: Verdict | None = None,
+) -> Merged:
+    """Merge window results by the rules in the module docstring. ``final`` is the verdict
+    of the final pass (its answers count for cross-window modes only)."""
     read = [r for r in results if r.verdict is not None]
     failed = [r for r in results if r.verdict is None]
+    kinds = kinds or {}
     problems: list[str] = []
     findings: dict[str, Finding] = {}
     for code in codes:
-        answers = [
-            (r, r.verdict.findings.get(code) or Finding(code=code, present=None))
-            for r in read
-            if r.verdict is not None
-        ]
-        positive = [(r, f) for r, f in answers if f.present is True]
-        if positive:
-            evidence: list[Evidence] = []
-            dropped: list[Evidence] = []
-            for _, f in positive:
-                evidence += f.evidence
-                dropped += f.dropped
-            rationale = " ".join(f"[{r.label}] {f.rationale}" for r, f in positive if f.rationale)
-            confidences = [f.confidence for _, f in positive if f.confidence is not None]
-            findings[code] = Finding(
-                code=code,
-                present=True,
-                evidence=evidence,
-                dropped=dropped,
-                rationale=rationale or None,
-                confidence=max(confidences) if confidences else None,
-            )
+        kind = kinds.get(code, "local")
+        if kind == "end" and results:
+            findings[code] = _merge_end(code, results, problems)
             continue
-        unanswered = [r for r, f in answers if f.present is None]
-        if failed or unanswered or not answers:
-            why = [f"{r.label} failed" for r in failed] + [
-                f"{r.label} left it unanswered" for r in unanswered
-            ]
-            findings[code] = Finding(
-                code=code, present=None, rationale="unknown: " + "; ".join(why) if why else None
-            )
-            continue
-        last = answers[-1][1]
-        confidences = [f.confidence for _, f in answers if f.confidence is not None]
-        findings[code] = Finding(
-            code=code,
-            present=False,
-            rationale=last.rationale,
-            confidence=min(confidences) if confidences else None,
-        )
+        decided = _final_answer(code, final, problems) if kind == "cross" else None
+        findings[code] = decided or _merge_any(code, read, failed, problems)
     vector = FailureVector({c: f.present for c, f in findings.items()}, codes=codes)
     # Only the last window sees how the run ended.
     last_result = results[-1] if results else None
@@ -180,3 +193,147 @@ def merge(results: Sequence[WindowResult], codes: Sequence[str]) -> Merged:
         error="; ".join(errors) or None,
         problems=problems,
     )
+
+
+def _merge_any(
+    code: str, read: Sequence[WindowResult], failed: Sequence[WindowResult], problems: list[str]
+) -> Finding:
+    """Present if a window shows it with grounded evidence; absent if all say absent."""
+    answers = [
+        (r, r.verdict.findings.get(code) or Finding(code=code, present=None))
+        for r in read
+        if r.verdict is not None
+    ]
+    positive = [(r, f) for r, f in answers if f.present is True]
+    grounded = [(r, f) for r, f in positive if f.grounded is True]
+    if grounded:
+        return _positive(code, grounded)
+    if positive:
+        # More windows must not mean more false positives: a window's claim needs evidence.
+        where = ", ".join(r.label for r, _ in positive)
+        problems.append(
+            f"windows: {code} judged present in {where} without grounded evidence; "
+            "dropped from the merge (unknown)"
+        )
+        return Finding(
+            code=code, present=None, rationale=f"unknown: ungrounded positive in {where}"
+        )
+    unanswered = [r for r, f in answers if f.present is None]
+    if failed or unanswered or not answers:
+        why = [f"{r.label} failed" for r in failed] + [
+            f"{r.label} left it unanswered" for r in unanswered
+        ]
+        return Finding(
+            code=code, present=None, rationale="unknown: " + "; ".join(why) if why else None
+        )
+    confidences = [f.confidence for _, f in answers if f.confidence is not None]
+    return Finding(
+        code=code,
+        present=False,
+        rationale=answers[-1][1].rationale,
+        confidence=min(confidences) if confidences else None,
+    )
+
+
+def _merge_end(code: str, results: Sequence[WindowResult], problems: list[str]) -> Finding:
+    """End-of-run modes: the window that holds the end decides."""
+    last = results[-1]
+    earlier = [
+        r.label
+        for r in results[:-1]
+        if r.verdict is not None and (f := r.verdict.findings.get(code)) and f.present is True
+    ]
+    if earlier:
+        problems.append(
+            f"windows: {code} needs the end of the run; decided by {last.label}, not by "
+            f"{', '.join(earlier)} (which said present)"
+        )
+    if last.verdict is None:
+        return Finding(code=code, present=None, rationale=f"unknown: {last.label} failed")
+    return _merge_any(code, [last], [], problems)
+
+
+def _final_answer(code: str, final: Verdict | None, problems: list[str]) -> Finding | None:
+    """The final pass's answer for a cross-window mode, if it gave a usable one."""
+    finding = final.findings.get(code) if final is not None else None
+    if finding is None or finding.present is None:
+        return None
+    if finding.present is True and finding.grounded is not True:
+        problems.append(
+            f"windows: the final pass judged {code} present without grounded evidence; "
+            "the windows' answers decide"
+        )
+        return None
+    rationale = f"[final pass] {finding.rationale}" if finding.rationale else "[final pass]"
+    return finding.model_copy(update={"rationale": rationale})
+
+
+def _positive(code: str, positive: Sequence[tuple[WindowResult, Finding]]) -> Finding:
+    evidence: list[Evidence] = []
+    dropped: list[Evidence] = []
+    for _, f in positive:
+        evidence += f.evidence
+        dropped += f.dropped
+    rationale = " ".join(f"[{r.label}] {f.rationale}" for r, f in positive if f.rationale)
+    confidences = [f.confidence for _, f in positive if f.confidence is not None]
+    return Finding(
+        code=code,
+        present=True,
+        evidence=evidence,
+        dropped=dropped,
+        rationale=rationale or None,
+        confidence=max(confidences) if confidences else None,
+    )
+
+
+def cited_steps(results: Sequence[WindowResult], codes: Sequence[str]) -> list[str]:
+    """Step ids the windows cited as grounded evidence, the given codes' first."""
+    first: list[str] = []
+    rest: list[str] = []
+    for result in results:
+        if result.verdict is None:
+            continue
+        for code, finding in result.verdict.findings.items():
+            target = first if code in codes else rest
+            for item in finding.evidence:
+                if item.grounded is True:
+                    target += [s for s in _step_range(item.step_id) if s not in target]
+    return first + [s for s in rest if s not in first]
+
+
+def _step_range(step_id: str) -> list[str]:
+    if "-" not in step_id:
+        return [step_id]
+    lo, _, hi = step_id.partition("-")
+    try:
+        a, b = sorted((int(lo.lstrip("s")), int(hi.lstrip("s"))))
+    except ValueError:
+        return [step_id]
+    return [f"s{n}" for n in range(a, b + 1)][:20]
+
+
+def final_pass_note(results: Sequence[WindowResult], codes: Sequence[str]) -> str:
+    """The note of the final pass: what it is for, and every window's summary and findings."""
+    parts = [
+        f"Final review of a trace annotated in {len(results)} parts. The steps below are the "
+        "ones the parts cited as evidence. Decide the modes that can span parts "
+        f"({', '.join(codes)}) over the whole run, citing only the steps shown; the answers "
+        "for the other modes are taken from the parts."
+    ]
+    for result in results:
+        if result.verdict is None:
+            parts.append(f"{result.label}: could not be annotated.")
+            continue
+        found = [
+            f"{c}" + (f" ({', '.join(e.step_id for e in f.evidence[:3])})" if f.evidence else "")
+            for c, f in result.verdict.findings.items()
+            if f.present is True
+        ]
+        summary = " ".join((result.verdict.summary or "").split())
+        parts.append(
+            f"{result.label}: modes found: {', '.join(found) or 'none'}. Summary: {summary or '-'}"
+        )
+    note = "\n".join(parts)
+    if len(note) > FINAL_NOTE_MAX_CHARS:
+        note = note[: FINAL_NOTE_MAX_CHARS - 1] + "…"
+    return note
