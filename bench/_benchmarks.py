@@ -362,12 +362,19 @@ def _official_examples(cfg: Config, work: Path, fewshot: int | None = None) -> P
         "THE MODES IT SHOWS BETWEEN HASH MARKS, THEN EXPLAINS THEM, THEN GIVES THE TRACE."
     ]
     tax = judge.taxonomy
+    from mast.judge.excerpts import Excerpt
+
     for ex in judge.examples:
-        shown = [f"{c} {tax[c].name}" for c in tax.codes if ex.labels.get(c)] or ["none"]
+        if isinstance(ex, Excerpt):  # the default: excerpts read for one mode each
+            shown = [f"{ex.shows.mode} {tax[ex.shows.mode].name}"] if ex.shows else ["none"]
+            rationale = " ".join(" ".join(r.why.split()) for r in ex.readings)
+        else:
+            shown = [f"{c} {tax[c].name}" for c in tax.codes if ex.labels.get(c)] or ["none"]
+            rationale = ex.rationale
         steps = "\n".join(f"{s.agent or 'agent'}: {s.content}" for s in ex.steps)
         parts.append(
             "######################################\n"
-            f"### {' / '.join(shown)} ###\n{ex.rationale}\n\n"
+            f"### {' / '.join(shown)} ###\n{rationale}\n\n"
             + (f"Task: {ex.task}\n" if ex.task else "")
             + steps
         )

@@ -1,4 +1,9 @@
-"""Few-shot examples: the bundled files, their gold labels, loading errors, selection."""
+"""Whole-trace few-shot examples: loading, gold labels, errors, selection.
+
+mast bundles no whole-trace examples any more (its few-shot material is the excerpt pool,
+tested in test_fewshot_pool.py); these tests use the former bundled files, which are cut
+from MAD human-labelled traces and now live in tests/fixtures/fewshot_mad/.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ from mast.judge.verdict import example_answer
 from mast.taxonomy import load_taxonomy
 
 CODES = load_taxonomy().codes
-BUNDLED = load_examples()
+MAD_EXAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "fewshot_mad"
+BUNDLED = load_examples(MAD_EXAMPLES)
 
 
 def test_bundled_examples_load_and_cover_all_codes() -> None:

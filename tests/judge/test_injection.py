@@ -35,6 +35,9 @@ from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Step, Trace
 
+# Whole-trace examples cut from MAD human traces (test fixtures; mast bundles none).
+MAD_EXAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "fewshot_mad"
+
 CORPUS = Path(__file__).parents[1] / "fixtures" / "injection"
 FILES = sorted(p.name for p in CORPUS.iterdir() if p.suffix in (".txt", ".json"))
 CODES = load_taxonomy().codes
@@ -100,7 +103,7 @@ def test_corpus_is_there() -> None:
 @pytest.mark.parametrize("fewshot", [0, 1])
 def test_the_fence_holds(name: str, fewshot: int) -> None:
     trace = load(name)
-    examples = load_examples()[:fewshot]
+    examples = load_examples(MAD_EXAMPLES)[:fewshot]
     prompt = render(trace, examples=examples)
     lines, begin, end = fence_lines(prompt)
     body = "\n".join(lines[begin + 1 : end])
@@ -144,7 +147,7 @@ def test_header_fields_cannot_forge_steps_or_fences() -> None:
 
 def test_instructions_go_in_the_system_role() -> None:
     trace = load("roleplay.json")
-    prompt = render(trace, examples=load_examples()[:1])
+    prompt = render(trace, examples=load_examples(MAD_EXAMPLES)[:1])
     config = CallConfig(model="gpt-4.1", json_schema=None)
     body = OpenAIProvider(api_key=KEY).request_body(prompt, config)
     assert [m["role"] for m in body["messages"]] == ["system", "user"]

@@ -21,6 +21,9 @@ from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Step, Trace
 
+# Whole-trace examples cut from MAD human traces (test fixtures; mast bundles none).
+MAD_EXAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "fewshot_mad"
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 KEY = "sk-judge-test-key-0000000000QQQQ"
 CODES = load_taxonomy().codes
@@ -82,7 +85,7 @@ def test_openai_judge_end_to_end(fake_llm: FakeLLMServer, trace: Trace) -> None:
     fake_llm.enqueue(
         Reply.text(json.dumps(AG2_ANSWER), usage={"input": 3000, "cached": 2048, "output": 400})
     )
-    judge = openai_judge(fake_llm, fewshot=2)
+    judge = openai_judge(fake_llm, fewshot=str(MAD_EXAMPLES))
     ann = judge.annotate(trace)
 
     assert ann.status == "ok" and ann.error is None and ann.trace_id == trace.id
@@ -99,11 +102,13 @@ def test_openai_judge_end_to_end(fake_llm: FakeLLMServer, trace: Trace) -> None:
 
     # What the server received: the prompt the judge records, static prefix first.
     (request,) = fake_llm.requests
-    # The bundled "ribbon" example is an excerpt of this very trace: it must be left out.
+    # The "ribbon" example is an excerpt of this very trace: it must be left out. The
+    # "cards" example shares only AG2 MathChat's system prompt with it: it stays.
     assert "ag2-gsmplus-ribbon" in [ex.id for ex in judge.examples]
     assert "ag2-gsmplus-ribbon" not in ann.judge["fewshot"]
+    assert "ag2-gsmplus-cards" in ann.judge["fewshot"]
     assert any("ag2-gsmplus-ribbon" in p and "excerpt" in p for p in ann.problems)
-    by_id = {ex.id: ex for ex in load_examples()}
+    by_id = {ex.id: ex for ex in load_examples(MAD_EXAMPLES)}
     expected = render(trace, examples=[by_id[i] for i in ann.judge["fewshot"]])
     assert ann.judge["prompt_hash"] == expected.prompt_hash
     assert ann.judge["static_prefix_hash"] == expected.static_prefix_hash
@@ -114,7 +119,7 @@ def test_openai_judge_end_to_end(fake_llm: FakeLLMServer, trace: Trace) -> None:
     assert request.body["response_format"]["json_schema"]["schema"] == verdict_json_schema(
         inline=True
     )
-    assert len(ann.judge["fewshot"]) == 2 == len(judge.examples)
+    assert len(ann.judge["fewshot"]) == 3 and len(judge.examples) == 4
     assert "Monica" not in expected.system
     for example_id in ann.judge["fewshot"]:
         assert f"({example_id})" in expected.system
@@ -381,7 +386,7 @@ def test_long_trace_is_annotated_in_windows_without_truncation(fake_llm: FakeLLM
 
 def test_a_failed_window_makes_its_modes_unknown_not_absent(fake_llm: FakeLLMServer) -> None:
     trace = long_trace()
-    fake_llm.responder = window_responder(fail="s38")
+    fake_llm.responder = window_responder(fail="s40")  # the last step: the ending
     ann = openai_judge(fake_llm, context_tokens=12_000, max_tokens=1000).annotate(trace)
     assert ann.windows > 1
     assert ann.status == "error" and "window failed" in (ann.error or "")

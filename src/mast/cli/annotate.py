@@ -28,6 +28,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def fewshot_arg(text: str) -> int | str:
+    """``--fewshot``: a number of excerpts (>= 0) or the path of example files."""
+    if text.strip().isdigit():
+        return int(text)
+    if not Path(text).exists():
+        raise argparse.ArgumentTypeError(f"expected a number or an existing path, got {text!r}")
+    return text
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -186,7 +195,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="stop before a call would take the spending past this",
     )
     p.add_argument("--batch", action="store_true", help="use the provider's batch API")
-    p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
+    p.add_argument(
+        "--fewshot",
+        type=fewshot_arg,
+        default=None,
+        metavar="N|PATH",
+        help="worked excerpts to show (default: enough for a positive and a near miss of "
+        "every mode; 0 = zero-shot), or a file/folder of your own examples",
+    )
     p.add_argument(
         "--retry-failed",
         action="store_true",

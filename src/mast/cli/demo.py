@@ -183,7 +183,7 @@ def run_demo(
     *,
     out: TextIO | None = None,
     traces: Sequence[Trace] | None = None,
-    fewshot: int | None = 2,
+    fewshot: int | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
 ) -> DemoReport:
@@ -309,6 +309,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="heuristic",
         help="judge model, 'provider/model' (default: heuristic, offline, no key needed)",
     )
-    p.add_argument("--fewshot", type=int, default=2, help="few-shot examples for LLM judges")
+    p.add_argument(
+        "--fewshot",
+        type=int,
+        default=None,
+        help="worked excerpts for LLM judges (default: every mode covered; 0 = none)",
+    )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL")
     p.set_defaults(handler=_cmd_demo)

@@ -1,17 +1,26 @@
-"""Few-shot examples as data: load them from ``fewshot/`` and pick a balanced few.
+"""Whole-trace few-shot examples as data: load them from files and pick a balanced few.
 
 An example is one YAML or JSON file: a short excerpt of a real trace (its steps, with the
 step ids the excerpt uses), the gold label of every taxonomy code, and a short rationale
-that cites steps as ``[s3]``. The bundled examples come from public MAST-Data traces
-(CC-BY-4.0); each file names its source and attribution. People write these files, so
-unknown keys, missing codes, and citations of steps the excerpt does not have are errors
-that name the file.
+that cites steps as ``[s3]``. People write these files, so unknown keys, missing codes, and
+citations of steps the excerpt does not have are errors that name the file.
 
->>> examples = load_examples()
->>> len(examples) >= 3, sorted(examples[0].labels) == load_taxonomy().codes
-(True, True)
->>> [ex.id for ex in select_examples(examples, count=0)]
-[]
+mast bundles no whole-trace examples: its default few-shot material is the excerpt pool of
+:mod:`mast.judge.excerpts`, written from runs outside any evaluation set. Pass your own
+files with ``Judge(..., fewshot="my-examples/")``. A set of whole-trace examples should
+mark about as many modes present as real traces do (:func:`positive_rate` between 10% and
+30%); the judge notes when it does not.
+
+>>> import tempfile, pathlib, yaml
+>>> codes = load_taxonomy().codes
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "one.yaml").write_text(yaml.safe_dump({
+...     "id": "one", "source": "made up", "attribution": "mast docs",
+...     "steps": [{"content": "2 + 2 = 5", "agent": "solver"}],
+...     "labels": {c: c == "3.2" for c in codes}, "rationale": "[s1] is never checked."}))
+>>> examples = load_examples(folder)
+>>> [ex.id for ex in examples], round(positive_rate(examples), 3)
+(['one'], 0.071)
 """
 
 from __future__ import annotations
@@ -26,18 +35,21 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mast._resources import data_dir
 from mast.errors import FewShotError
+from mast.judge.excerpts import is_pool_file
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, Trace
 
 __all__ = [
     "FewShotExample",
     "estimate_example_tokens",
-    "example_pool",
     "load_examples",
+    "positive_rate",
     "select_examples",
 ]
+
+POSITIVE_RATE_RANGE = (0.10, 0.30)
+"""Share of present labels a whole-trace example set should have (human majority: ~20%)."""
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _CITATION = re.compile(r"\[(s\d+)\]")
@@ -119,38 +131,53 @@ class FewShotExample(BaseModel):
         return Trace(id=self.id, task=self.task, steps=list(self.steps), source=self.source)
 
 
-def estimate_example_tokens(example: FewShotExample) -> int:
-    """Rough prompt cost of an example: characters of what a prompt shows, divided by 4.
+def estimate_example_tokens(example: FewShotExample, *, model: str | None = None) -> int:
+    """Prompt tokens the example adds, counted on its rendered block.
 
-    Counted: the task, each step's content plus a short header (id, agent, role, kind),
-    the rationale and notes, and about 40 characters per label for the gold answer.
-
-    >>> ex = FewShotExample(id="x", source="s", attribution="a", steps=[{"content": "a" * 360}],
-    ...                     labels={"1.1": False}, rationale="r" * 16)
-    >>> estimate_example_tokens(ex)  # (360 + 24 header + 16 rationale + 40 label) / 4
-    110
+    Uses tiktoken when it is installed with its encoding on disk, else the calibrated
+    estimate of :func:`mast.judge.tokens.estimate_tokens` (within about 10% of
+    ``o200k_base``). See :func:`mast.judge.prompts.example_tokens`.
     """
-    chars = len(example.task or "") + len(example.rationale)
-    chars += sum(len(n) for n in example.notes.values())
-    for step in example.steps:
-        chars += len(step.content) + 24 + len(step.agent or "") + len(step.role or "")
-    chars += 40 * len(example.labels)
-    return math.ceil(chars / 4)
+    from mast.judge.prompts import example_tokens  # the renderer imports this module
+
+    return example_tokens(example, model=model).tokens
+
+
+def positive_rate(examples: Sequence[FewShotExample]) -> float:
+    """Share of ``True`` among the examples' labels (``nan`` for no labels).
+
+    >>> positive_rate([])
+    nan
+    """
+    values = [v for ex in examples for v in ex.labels.values()]
+    return sum(values) / len(values) if values else math.nan
 
 
 def load_examples(
     path: str | Path | None = None, *, taxonomy: Taxonomy | None = None
 ) -> list[FewShotExample]:
-    """Load few-shot examples: the bundled ones, one file, or every file in a folder.
+    """Load whole-trace few-shot examples: one file, or every file in a folder.
 
-    Files are ``*.yaml``/``*.yml``/``*.json``, one example each, read in name order.
+    Files are ``*.yaml``/``*.yml``/``*.json``, one example each, read in name order (an
+    excerpt pool file in the folder, one with a top-level ``excerpts`` list, is skipped).
     Every example must label exactly the codes of ``taxonomy`` (default: bundled MAST);
     ids must be unique. Errors raise :class:`~mast.errors.FewShotError` naming the file.
+    mast bundles no whole-trace examples, so ``path`` is needed.
     """
     tax = taxonomy or load_taxonomy()
-    root = Path(path) if path is not None else data_dir("fewshot")
+    if path is None:
+        raise FewShotError(
+            "mast bundles no whole-trace few-shot examples (its examples are the excerpt pool "
+            "in fewshot/excerpts.yaml, see mast.judge.excerpts.load_pool): pass the path of "
+            "your example files"
+        )
+    root = Path(path)
     if root.is_dir():
-        files = sorted(p for p in root.iterdir() if p.suffix.lower() in _SUFFIXES and p.is_file())
+        files = sorted(
+            p
+            for p in root.iterdir()
+            if p.suffix.lower() in _SUFFIXES and p.is_file() and not is_pool_file(p)
+        )
         if not files:
             raise FewShotError(
                 f"{root}: no few-shot example files (*.yaml, *.yml, *.json) in this folder"
@@ -262,25 +289,3 @@ def _rank(example: FewShotExample, covered: set[str], tokens: int) -> tuple[int,
         return (0, -gain, tokens, example.id)
     # Nothing new to cover: prefer examples with few positives, i.e. mostly clean runs.
     return (1, len(example.positives), tokens, example.id)
-
-
-def example_pool(
-    fewshot: int | Sequence[FewShotExample] | None, taxonomy: Taxonomy, notes: list[str]
-) -> list[FewShotExample]:
-    """The examples a judge picks from: the given ones, none, or the bundled ones that fit
-    ``taxonomy`` (for a custom taxonomy that they do not fit: none, with a note)."""
-    if fewshot is not None and not isinstance(fewshot, int):
-        return list(fewshot)
-    if fewshot == 0:
-        return []
-    try:
-        return load_examples(taxonomy=taxonomy)
-    except FewShotError:
-        if taxonomy == load_taxonomy():
-            raise  # the bundled examples are broken: a bug to surface, not to hide
-        # The bundled examples label MAST's codes, not a custom taxonomy's.
-        notes.append(
-            f"the bundled few-shot examples do not fit taxonomy {taxonomy.label}: "
-            "zero-shot (pass fewshot=[...] with examples for it)"
-        )
-        return []

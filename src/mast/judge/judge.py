@@ -25,7 +25,7 @@ import contextvars
 import copy
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +49,8 @@ from mast.judge.budget import (
     context_window,
 )
 from mast.judge.echo import Planted, folded_fields
-from mast.judge.fewshot import FewShotExample, example_pool, select_examples
 from mast.judge.grounding import EvidencePolicy, ground
 from mast.judge.helpers import run_sync as _run_sync
-from mast.judge.leak import _is_excerpt_of, _normalized_text
 from mast.judge.parse import find_planted, parse_response
 from mast.judge.pricing import PricesLike, PriceTable, price_table
 from mast.judge.prompts import (
@@ -69,6 +67,7 @@ from mast.judge.providers import parse_model as _parse_model
 from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
 from mast.judge.redact import Redactor
 from mast.judge.scrub import Scrubber, safe_url, url_credentials
+from mast.judge.shots import FewShot, Shot, Shots
 from mast.judge.usage import Usage
 from mast.judge.verdict import Verdict, verdict_json_schema
 from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
@@ -102,8 +101,11 @@ class Judge:
         ``"openai/gpt-4.1"``, ``"anthropic/claude-sonnet-5-5"``, ``"openai/<name>"`` with
         ``base_url`` for any OpenAI-compatible server, or ``"heuristic"`` (offline rules).
     fewshot:
-        Number of bundled few-shot examples (0 = zero-shot, ``None`` = all), or a sequence
-        of :class:`~mast.judge.fewshot.FewShotExample` to use as given.
+        Worked examples shown before the trace (see :mod:`mast.judge.shots`): ``None``
+        (default) for enough excerpts of the bundled pool to give every mode a positive and
+        a near miss, a number of excerpts (0 = zero-shot), a path of example files, or a
+        sequence of :class:`~mast.judge.fewshot.FewShotExample` /
+        :class:`~mast.judge.excerpts.Excerpt` to use as given.
     temperature, max_tokens:
         Sampling settings. Reasoning models and Anthropic's current API take no temperature;
         the annotation records the temperature actually sent (``None`` when none was).
@@ -146,7 +148,7 @@ class Judge:
         self,
         model: str,
         *,
-        fewshot: int | Sequence[FewShotExample] | None = 2,
+        fewshot: FewShot = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
         base_url: str | None = None,
@@ -189,8 +191,8 @@ class Judge:
         if model == "heuristic":
             self.provider_name, self.model_name = "heuristic", "heuristic"
             self._provider = None
-            self.examples: list[FewShotExample] = []
-            self._pool: list[FewShotExample] = []
+            self.examples: list[Shot] = []
+            self._shots = Shots([], [], count=0)
             self.max_tokens = max_tokens
             self.context_tokens = context_tokens or DEFAULT_CONTEXT_TOKENS
             self._config: CallConfig | None = None
@@ -201,14 +203,9 @@ class Judge:
         if self.scrubber:
             # A trace that dumps the environment may hold the very key this judge uses.
             self._redactor = self._redactor.with_literals(self.scrubber.literals)
-        self._explicit_examples = fewshot is not None and not isinstance(fewshot, int)
-        self._fewshot_count = fewshot if isinstance(fewshot, int) else None
-        self._pool = example_pool(fewshot, self.taxonomy, self._notes)
-        self.examples = (
-            list(self._pool)
-            if self._explicit_examples
-            else select_examples(self._pool, count=self._fewshot_count)
-        )
+        self._shots = Shots.resolve(fewshot, self.taxonomy)
+        self._notes += self._shots.notes
+        self.examples = list(self._shots.chosen)
         from mast.judge.providers.openai import is_reasoning_model
 
         reasoning = self.provider_name == "openai" and is_reasoning_model(self.model_name)
@@ -232,28 +229,29 @@ class Judge:
     # ------------------------------------------------------------------ configuration
     def _context(self, trace: Trace) -> _Context:
         """The examples and static prompt for ``trace``, leaving out excerpts of it."""
-        haystack = _normalized_text(trace)
-        leaked = [ex for ex in self.examples if _is_excerpt_of(ex, haystack)]
-        notes = list(self._notes)
-        examples = self.examples
-        if leaked:
-            # Showing the judge the gold answer for the very trace it judges would inflate
-            # agreement: pick the examples again without those excerpts.
-            notes.append(
-                "few-shot example(s) "
-                + ", ".join(ex.id for ex in leaked)
-                + " left out: they are excerpts of this trace"
-            )
-            rest = [ex for ex in self._pool if ex not in leaked]
-            examples = (
-                [ex for ex in self.examples if ex not in leaked]
-                if self._explicit_examples
-                else select_examples(rest, count=self._fewshot_count)
-            )
-        key = tuple(ex.id for ex in examples)
+        shots = self._shots.for_trace(trace)
+        notes = self._notes + shots.notes[len(self._shots.notes) :]
+        key = tuple(shots.ids)
         if key not in self._systems:
-            self._systems[key] = render_system(taxonomy=self.taxonomy, examples=examples)
-        return _Context(examples=examples, system=self._systems[key], notes=notes)
+            self._systems[key] = render_system(taxonomy=self.taxonomy, examples=shots.chosen)
+        return _Context(examples=shots.chosen, system=self._systems[key], notes=notes)
+
+    def render(self, trace: Trace) -> Prompt:
+        """The prompt this judge sends for ``trace``: redacted, examples filtered, compact.
+
+        It is exactly what :meth:`annotate` sends when the prompt fits the context budget;
+        a longer trace is sent in windows of whole steps, whose later prompts carry notes
+        from the answers to earlier ones.
+
+        >>> from mast.traces.model import Step, Trace
+        >>> judge = Judge("openai/gpt-4.1", api_key="sk-test", fewshot=0)
+        >>> prompt = judge.render(Trace(id="t", steps=[Step.make(0, "hi", agent="a")]))
+        >>> "[s1] agent=a" in prompt.user
+        True
+        """
+        redacted, _ = self._redactor.redact_trace(trace)
+        ctx = self._context(redacted)
+        return render(redacted, taxonomy=self.taxonomy, examples=ctx.examples, system=ctx.system)
 
     def __repr__(self) -> str:
         extra = f", base_url={safe_url(self.base_url)!r}" if self.base_url else ""

@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from mast.judge.compact import compact_steps
+from mast.judge.excerpts import Excerpt
+from mast.judge.tokens import TokenCount, count_tokens
 from mast.judge.verdict import example_answer
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, StepKind, Trace
@@ -41,6 +44,8 @@ __all__ = [
     "Prompt",
     "WindowInfo",
     "estimate_tokens",
+    "example_block",
+    "example_tokens",
     "render",
     "render_repair",
     "step_header",
@@ -126,8 +131,11 @@ class Prompt:
         return replace(self, turns=self.turns + tuple(turns))
 
 
-def step_header(step: Step) -> str:
+def step_header(step: Step, *, show_role: bool = True) -> str:
     """The header line that introduces a step in the prompt (fields that are known only).
+
+    ``show_role=False`` leaves the role out: AG2 logs record each message's role from the
+    receiving agent's side, so ``agent=assistant role=user`` would read inverted.
 
     >>> step_header(Step.make(11, "x", agent="Coder", role="assistant", kind="tool_call",
     ...                       tool_name="search"))
@@ -136,7 +144,7 @@ def step_header(step: Step) -> str:
     parts = [f"[{step.id}]"]
     if step.agent:
         parts.append(f"agent={_one_line(step.agent)}")
-    if step.role:
+    if step.role and show_role:
         parts.append(f"role={_one_line(step.role)}")
     parts.append(f"kind={StepKind(step.kind).value}")
     if step.tool_name:
@@ -168,8 +176,26 @@ class _RenderedStep:
     body: str
 
 
-def _render_steps(steps: Iterable[Step]) -> list[_RenderedStep]:
-    return [_RenderedStep(step_header(s), step_text(s)) for s in steps]
+def _render_steps(
+    steps: Iterable[Step], *, show_role: bool = True, compact: bool = True
+) -> list[_RenderedStep]:
+    # Repeats are shown once, as references to the step that shows them (losslessly).
+    shown = list(steps)
+    if not compact:
+        return [_RenderedStep(step_header(s, show_role=show_role), step_text(s)) for s in shown]
+    return [
+        _RenderedStep(step_header(step, show_role=show_role), rendered.text)
+        for step, rendered in zip(shown, compact_steps(shown), strict=True)
+    ]
+
+
+# Frameworks whose logs record a message's role as the receiver sees it.
+_RELATIVE_ROLES = ("ag2", "autogen")
+
+
+def _shows_role(trace: Trace) -> bool:
+    names = {(trace.system or "").lower(), (trace.format or "").lower()}
+    return not any(name.startswith(_RELATIVE_ROLES) for name in names)
 
 
 def _boundary(payload: Sequence[str], *, salt: str) -> str:
@@ -189,6 +215,42 @@ class _RenderedExample:
     task: str | None
     steps: list[_RenderedStep]
     answer: str
+
+
+@dataclass(frozen=True)
+class _RenderedReading:
+    verdict: str
+    mode: str
+    name: str
+    step: str
+    quote: str
+    why: str
+
+
+@dataclass(frozen=True)
+class _RenderedExcerpt:
+    id: str
+    fence: str
+    task: str | None
+    steps: list[_RenderedStep]
+    readings: list[_RenderedReading]
+
+
+def _render_excerpt(ex: Excerpt, tax: Taxonomy) -> _RenderedExcerpt:
+    steps = _render_steps(ex.to_steps())
+    payload = [ex.task or ""] + [f"{s.header}\n{s.body}" for s in steps]
+    readings = [
+        _RenderedReading(
+            "Shows" if r is ex.shows else "Not",
+            r.mode,
+            tax[r.mode].name if r.mode in tax else "",
+            r.step,
+            " ".join(r.quote.split()),
+            " ".join(r.why.split()),
+        )
+        for r in ex.readings
+    ]
+    return _RenderedExcerpt(ex.id, _boundary(payload, salt="EXCERPT"), ex.task, steps, readings)
 
 
 class _Templates:
@@ -260,9 +322,12 @@ def _example_answer(example: FewShotExample, taxonomy: Taxonomy) -> dict[str, An
 
 
 def render_system(
-    *, taxonomy: Taxonomy | None = None, examples: Sequence[FewShotExample] = ()
+    *,
+    taxonomy: Taxonomy | None = None,
+    examples: Sequence[FewShotExample | Excerpt] = (),
 ) -> str:
-    """The static part of the prompt: instructions, taxonomy, examples, answer format."""
+    """The static part of the prompt: instructions, taxonomy, decision rules, worked
+    excerpts and whole-trace examples, answer format."""
     tax = taxonomy or load_taxonomy()
     categories = [
         {
@@ -274,7 +339,10 @@ def render_system(
         for cat in tax.categories
     ]
     rendered_examples = []
+    excerpts = [_render_excerpt(ex, tax) for ex in examples if isinstance(ex, Excerpt)]
     for ex in examples:
+        if isinstance(ex, Excerpt):
+            continue
         steps = _render_steps(ex.steps)
         payload = [ex.task or ""] + [f"{s.header}\n{s.body}" for s in steps]
         rendered_examples.append(
@@ -290,9 +358,42 @@ def render_system(
         "system.j2",
         taxonomy=tax,
         categories=[c for c in categories if c["modes"]],
+        rules=[
+            {"modes": list(rule.modes), "text": " ".join(rule.rule.split())}
+            for rule in tax.decision_rules
+        ],
+        excerpts=excerpts,
         examples=rendered_examples,
         codes=tax.codes,
     )
+
+
+def example_block(example: FewShotExample | Excerpt, *, taxonomy: Taxonomy | None = None) -> str:
+    """The text one example or excerpt adds to the static prompt (with its section heading)."""
+    tax = taxonomy or load_taxonomy()
+    base = render_system(taxonomy=tax)
+    text = render_system(taxonomy=tax, examples=[example])
+    prefix = 0
+    while prefix < min(len(base), len(text)) and base[prefix] == text[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < len(base) - prefix and base[-1 - suffix] == text[-1 - suffix]:
+        suffix += 1
+    return text[prefix : len(text) - suffix]
+
+
+def example_tokens(
+    example: FewShotExample | Excerpt,
+    *,
+    taxonomy: Taxonomy | None = None,
+    model: str | None = None,
+) -> TokenCount:
+    """Prompt tokens one example or excerpt adds to the static prompt, as rendered.
+
+    Counted with tiktoken when available (see :func:`mast.judge.tokens.count_tokens`), else
+    estimated; the section heading it would share with other examples is included.
+    """
+    return count_tokens(example_block(example, taxonomy=taxonomy), model=model)
 
 
 def _context_lines(trace: Trace) -> list[str]:
@@ -310,23 +411,25 @@ def render(
     trace: Trace,
     *,
     taxonomy: Taxonomy | None = None,
-    examples: Sequence[FewShotExample] = (),
+    examples: Sequence[FewShotExample | Excerpt] = (),
     steps: Sequence[Step] | None = None,
     carry_over: str | None = None,
     window: WindowInfo | None = None,
     system: str | None = None,
+    compact: bool = True,
 ) -> Prompt:
     """Render the judge prompt for ``trace`` (or for ``steps`` of it, when windowing).
 
     ``carry_over`` is a short note on what earlier windows found, ``window`` says which part
     this is. ``system`` reuses an already rendered static part (it must come from
     :func:`render_system` with the same taxonomy and examples). The trace's outcome and
-    labels are never shown to the judge.
+    labels are never shown to the judge. ``compact=False`` shows every step in full
+    instead of referring repeats back to an earlier step (see :mod:`mast.judge.compact`).
     """
     tax = taxonomy or load_taxonomy()
     system_text = system if system is not None else render_system(taxonomy=tax, examples=examples)
     shown = list(trace.steps if steps is None else steps)
-    rendered = _render_steps(shown)
+    rendered = _render_steps(shown, show_role=_shows_role(trace), compact=compact)
     context = _context_lines(trace)
     payload = [trace.task or "", carry_over or "", *context] + [
         f"{s.header}\n{s.body}" for s in rendered

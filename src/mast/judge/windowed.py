@@ -19,13 +19,13 @@ from mast.judge.attribution_grounding import merge_window_attribution
 from mast.judge.budget import (
     _MAX_CONTEXT_RETRIES,
 )
-from mast.judge.fewshot import FewShotExample
 from mast.judge.prompts import (
     Prompt,
     WindowInfo,
     render,
 )
 from mast.judge.providers import Completion
+from mast.judge.shots import Shot
 from mast.judge.usage import Usage
 from mast.judge.verdict import Verdict
 from mast.judge.windows import (
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # judge.py imports this module; Judge is only a type here
 class _Context:
     """What the prompt of one trace is built from."""
 
-    examples: list[FewShotExample]
+    examples: list[Shot]
     system: str
     notes: list[str]
 

@@ -1,0 +1,146 @@
+"""What the judge shows as worked examples: the ``fewshot=`` setting, resolved per trace.
+
+``fewshot`` accepts:
+
+- ``None`` (default): the bundled excerpt pool, as many excerpts as it takes to give every
+  mode a positive and a near miss;
+- an ``int``: that many excerpts of the pool (``0`` = zero-shot);
+- a path: a folder or file of whole-trace examples (or an excerpt pool file);
+- a sequence of :class:`~mast.judge.fewshot.FewShotExample` or
+  :class:`~mast.judge.excerpts.Excerpt`, used as given.
+
+Per trace, examples cut from that very trace are left out (:mod:`mast.judge.leak`) and,
+unless they were given explicitly, the selection is made again from the rest.
+
+>>> shots = Shots.resolve(0)
+>>> shots.chosen, shots.for_trace(__import__("mast").Trace(id="t")).chosen
+([], [])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from mast.errors import FewShotError
+from mast.judge.excerpts import Excerpt, is_pool_file, load_pool, select_excerpts
+from mast.judge.fewshot import (
+    POSITIVE_RATE_RANGE,
+    FewShotExample,
+    load_examples,
+    positive_rate,
+    select_examples,
+)
+from mast.judge.leak import leaked
+from mast.taxonomy import Taxonomy, load_taxonomy
+from mast.traces.model import Trace
+
+__all__ = ["FewShot", "Shot", "Shots"]
+
+Shot = FewShotExample | Excerpt
+FewShot = int | str | Path | Sequence[Shot] | None
+
+
+@dataclass(frozen=True)
+class Shots:
+    """The pool of examples, the ones chosen, and notes on the choice."""
+
+    pool: list[Shot]
+    chosen: list[Shot]
+    explicit: bool = False
+    count: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        """Ids of the chosen examples, in prompt order."""
+        return [ex.id for ex in self.chosen]
+
+    @classmethod
+    def resolve(cls, fewshot: FewShot, taxonomy: Taxonomy | None = None) -> Shots:
+        """Turn a ``fewshot=`` value into a pool and a choice (see the module docstring)."""
+        tax = taxonomy or load_taxonomy()
+        notes: list[str] = []
+        if isinstance(fewshot, bool):
+            raise TypeError("fewshot must be a number, a path or a list of examples, not a bool")
+        if isinstance(fewshot, (str, Path)):
+            pool = _from_path(Path(fewshot), tax)
+            return cls._checked(pool, list(pool), explicit=True, notes=notes)
+        if fewshot is not None and not isinstance(fewshot, int):
+            pool = list(fewshot)
+            return cls._checked(pool, list(pool), explicit=True, notes=notes)
+        if fewshot is not None and fewshot < 0:
+            raise ValueError(f"fewshot must be >= 0, got {fewshot}")
+        if fewshot == 0:
+            return cls([], [], count=0)
+        try:
+            excerpts = load_pool(taxonomy=tax)
+        except FewShotError:
+            if tax == load_taxonomy():
+                raise  # the bundled pool is broken: a bug to surface, not to hide
+            # The bundled pool reads MAST's codes, not a custom taxonomy's.
+            notes.append(
+                f"the bundled few-shot excerpts do not fit taxonomy {tax.label}: zero-shot "
+                "(pass fewshot=[...] or a path with examples for it)"
+            )
+            return cls([], [], count=0, notes=notes)
+        bundled: list[Shot] = list(excerpts)
+        return cls(bundled, _select(bundled, fewshot), count=fewshot, notes=notes)
+
+    @classmethod
+    def _checked(cls, pool: list[Shot], chosen: list[Shot], **kw: object) -> Shots:
+        whole = [ex for ex in chosen if isinstance(ex, FewShotExample)]
+        notes = list(kw.pop("notes", []))  # type: ignore[call-overload]
+        rate = positive_rate(whole)
+        low, high = POSITIVE_RATE_RANGE
+        if whole and not math.isnan(rate) and not low <= rate <= high:
+            notes.append(
+                f"the whole-trace examples mark {rate:.0%} of their labels present; human "
+                f"majority labels mark about 20%, so keep it within {low:.0%}-{high:.0%} "
+                "to avoid skewing the judge"
+            )
+        return cls(pool, chosen, explicit=True, notes=notes)
+
+    def for_trace(self, trace: Trace) -> Shots:
+        """The choice for ``trace``: without examples whose own content is in the trace."""
+        out = leaked(self.chosen, trace)
+        if not out:
+            return self
+        note = (
+            "few-shot example(s) " + ", ".join(out) + " left out: they are excerpts of this trace"
+        )
+        if self.explicit:
+            chosen = [ex for ex in self.chosen if ex.id not in out]
+        else:
+            chosen = _select([ex for ex in self.pool if ex.id not in out], self.count)
+        return replace(self, chosen=chosen, notes=[*self.notes, note])
+
+
+def _select(pool: Sequence[Shot], count: int | None) -> list[Shot]:
+    excerpts = [ex for ex in pool if isinstance(ex, Excerpt)]
+    whole = [ex for ex in pool if isinstance(ex, FewShotExample)]
+    chosen: list[Shot] = list(select_excerpts(excerpts, count=count))
+    if whole:
+        left = None if count is None else max(0, count - len(chosen))
+        chosen += select_examples(whole, count=left)
+    return chosen
+
+
+def _from_path(path: Path, tax: Taxonomy) -> list[Shot]:
+    if path.is_file():
+        if is_pool_file(path):
+            return list(load_pool(path, taxonomy=tax))
+        return list(load_examples(path, taxonomy=tax))
+    if not path.is_dir():
+        raise FewShotError(f"{path}: no such file or folder of few-shot examples")
+    files = sorted(p for p in path.iterdir() if p.is_file())
+    pools = [p for p in files if is_pool_file(p)]
+    whole = [p for p in files if p.suffix.lower() in (".yaml", ".yml", ".json") and p not in pools]
+    shots: list[Shot] = list(load_examples(path, taxonomy=tax)) if whole else []
+    for pool in pools:
+        shots += load_pool(pool, taxonomy=tax)
+    if not shots:
+        raise FewShotError(f"{path}: no few-shot example files (*.yaml, *.yml, *.json) here")
+    return shots
