@@ -320,3 +320,41 @@ def test_cli_majority_needs_several_annotators(
     assert code == 2 and "'majority' needs labels from two or more annotators" in (
         capsys.readouterr().err
     )
+
+
+def test_cli_among_reports_blocks_and_resamples_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from mast.cli import main
+
+    path = str(_duplicated(tmp_path))
+    assert main(["agree", "--among", path, "--bootstrap", "50", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)["overall"]
+    assert data["label_blocks"] == {
+        "distinct": 3,
+        "duplicate_groups": [["mad-human/2", "mad-human/4"]],
+    }
+    assert data["settings"]["resampling"] == "label blocks"
+    assert "DuplicateLabelsWarning" in captured.err
+    argv = ["agree", "--among", path, "--bootstrap", "50", "--format", "json"]
+    assert main([*argv, "--resample", "traces"]) == 0
+    data = json.loads(capsys.readouterr().out)["overall"]
+    assert data["settings"]["resampling"] == "traces"
+
+
+def test_cli_report_with_the_majority_as_reference(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mast.cli import main
+
+    monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "cache"))
+    sample = str(FIXTURES / "mad" / "human_sample.json")
+    results = tmp_path / "results.jsonl"
+    assert main(["annotate", sample, "--model", "heuristic", "--out", str(results), "-q"]) == 0
+    page = tmp_path / "report.html"
+    argv = ["report", str(results), "--reference", sample, "--reference-annotator", "majority"]
+    assert main([*argv, "--out", str(page), "--bootstrap", "20"]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "Agreement with majority" in html and "constant judge {" in html
+    capsys.readouterr()

@@ -242,8 +242,14 @@ class AmongReport(_Report):
         return self._as_dict(
             "agreement_among",
             {"annotators": self.annotators},
-            {"tie": self.tie},
-            {"pairwise": pairwise},
+            {"tie": self.tie, "resampling": self.resampling},
+            {
+                "pairwise": pairwise,
+                "label_blocks": {
+                    "distinct": self.n_blocks,
+                    "duplicate_groups": self.duplicate_groups,
+                },
+            },
         )
 
 

@@ -205,6 +205,7 @@ def agreement_by_version(
     ci: CiMethod = "percentile",
     taxonomy: Taxonomy | str | Path | None = None,
     merge_verification: bool = True,
+    resample: Literal["auto", "traces", "blocks"] = "auto",
 ) -> VersionReport:
     """Among-annotator agreement per taxonomy version of the labels and overall.
 
@@ -246,6 +247,7 @@ def agreement_by_version(
         "ci": ci,
         "taxonomy": taxonomy,
         "merge_verification": merge_verification,
+        "resample": resample,
     }
     groups = {v: [t for t in traces if versions[t.id] == v] for v in order}
     groups[OVERALL] = traces

@@ -67,6 +67,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--annotators", metavar="A,B,C", help="with --among: which annotators")
     p.add_argument(
+        "--resample",
+        choices=["auto", "traces", "blocks"],
+        default="auto",
+        help="with --among: bootstrap unit; auto resamples distinct label blocks when some "
+        "traces carry identical blocks (copied labels), else traces",
+    )
+    p.add_argument(
         "--by-version",
         action="store_true",
         help="with --among on traces: the full table for each taxonomy version of the labels",
@@ -181,7 +188,7 @@ def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, An
             if args.annotators
             else None
         )
-        options = _options(args)
+        options = {**_options(args), "resample": args.resample}
         traces: list[Any] = []
         if len(args.among) == 1 and is_queue(args.among[0]):
             raters = LabelQueue(args.among[0]).raters()
