@@ -189,6 +189,13 @@ def _render_steps(
     ]
 
 
+def steps_as_shown(trace: Trace, *, compact: bool = True) -> list[tuple[str, str, str]]:
+    """``(step id, header, body)`` of every step, exactly as the judge's prompt shows them
+    (the labelling app shows people the same text)."""
+    rendered = _render_steps(trace.steps, show_role=_shows_role(trace), compact=compact)
+    return [(s.id, r.header, r.body) for s, r in zip(trace.steps, rendered, strict=True)]
+
+
 # Frameworks whose logs record a message's role as the receiver sees it.
 _RELATIVE_ROLES = ("ag2", "autogen")
 

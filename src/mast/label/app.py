@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, quote
 import jinja2
 
 from mast.errors import MissingDependencyError
-from mast.judge.prompts import step_header, step_text
+from mast.judge.prompts import steps_as_shown
 from mast.label.queue import LabelQueue, QueueError
 from mast.taxonomy import Taxonomy, load_taxonomy
 
@@ -271,7 +271,7 @@ async def _item(request: Any) -> Any:
         request,
         "item.html.j2",
         item=item,
-        steps=[(s.id, step_header(s), step_text(s)) for s in item.trace.steps],
+        steps=steps_as_shown(item.trace),
         modes=[_mode_view(state.taxonomy, code) for code in state.queue.codes],
         mine=mine,
         judges=item.judges if reveal else None,
