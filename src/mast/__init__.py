@@ -71,6 +71,8 @@ if _TYPE_CHECKING:
         agreement_by_version,
         labels_of,
     )
+    from mast.agree.consensus import ConsensusReport, consensus
+    from mast.agree.sweep import SweepReport, sweep_confidence
     from mast.analysis.validation import ValidationReport, validate
 
 # Agreement needs numpy and pandas: load it on first use so that `import mast` stays fast.
@@ -90,6 +92,10 @@ _LAZY = {
     "stats": None,
     "ValidationReport": "mast.analysis.validation",
     "validate": "mast.analysis.validation",
+    "ConsensusReport": "mast.agree.consensus",
+    "consensus": "mast.agree.consensus",
+    "SweepReport": "mast.agree.sweep",
+    "sweep_confidence": "mast.agree.sweep",
 }
 
 
@@ -120,6 +126,7 @@ __all__ = [
     "AuthError",
     "BudgetExceeded",
     "ConfigError",
+    "ConsensusReport",
     "ContextLengthError",
     "DatasetAccessError",
     "DatasetChecksumError",
@@ -152,6 +159,7 @@ __all__ = [
     "StatsInputError",
     "Step",
     "StepKind",
+    "SweepReport",
     "Taxonomy",
     "TaxonomyError",
     "Trace",
@@ -168,6 +176,7 @@ __all__ = [
     "agreement_by_version",
     "analysis",
     "annotate_many",
+    "consensus",
     "datasets",
     "ground",
     "grounded_share",
@@ -183,6 +192,7 @@ __all__ = [
     "plots",
     "read_annotations",
     "select_examples",
+    "sweep_confidence",
     "to_frame",
     "validate",
     "verdict_json_schema",
