@@ -5,9 +5,9 @@ given and its API key is set. Prints each trace's failure vector next to the hum
 reference (the majority of the trace's human annotators; a tie or no label is unknown).
 
 It computes no agreement on the bundled traces: the heuristic's rules were written while
-reading them and the few-shot examples come from the same MAD records, so any number there
-would flatter.  Instead it states what the heuristic scores on held-out MAD records
-(:data:`HELDOUT`) next to a constant baseline, and points to ``mast validate``.  Given
+reading them, so any number there would flatter.  Instead it states what the heuristic
+scores on held-out MAD records (:data:`HELDOUT`) next to a constant baseline, and points to
+``mast validate``.  Given
 ``traces=`` of your own, it prints the per-mode agreement counts and Cohen's kappa on them.
 
 >>> import io
@@ -236,11 +236,11 @@ def run_demo(
     )
     say()
     if traces is None:
-        # The bundled traces are where the heuristic's rules and the few-shot examples come
-        # from: agreement on them would flatter, so none is computed (issue 17).
+        # The bundled traces are where the heuristic's rules were written: agreement on them
+        # would flatter, so none is computed (issue 17).
         say(
             "No agreement is computed on these traces: the heuristic's rules were written "
-            "while reading them, and the few-shot examples come from the same MAD records."
+            "while reading them, so any agreement number here would flatter it."
         )
         say(heldout_line())
         say(
