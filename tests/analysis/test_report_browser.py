@@ -20,6 +20,7 @@ import pytest
 import mast
 from mast.analysis.report import write_report
 from mast.judge.annotation import Annotation
+from mast.judge.attribution import DecisiveError
 from mast.judge.verdict import Evidence, Finding
 from mast.traces.model import FailureVector, Outcome, Step, Trace
 
@@ -120,8 +121,12 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _annotation("run-10", {}, "judge-a"),
         _annotation(f"evil{EVIL}", {"2.6": ["s2"]}, "judge-a"),
     ]
+    decided = _annotation("run-2", {"1.3": ["s3"]}, "judge-b")
+    decided.decisive_error = DecisiveError(
+        step_id="s3", agent="bot", modes=["1.3"], reason="repeats instead of adding"
+    )
     judge_b = [
-        _annotation("run-2", {"1.3": ["s3"]}, "judge-b"),
+        decided,
         _annotation("run-10", {"1.1": ["s2"]}, "judge-b"),
     ]
     reference = {"run-2": {"1.3": True, "3.3": False}, "run-10": {"1.3": False}}
@@ -209,6 +214,11 @@ def test_opening_a_trace_highlights_the_evidence_steps(driver: Any, page: Path) 
         "s4": ["1.3 · judge-a"],
         "s5": ["3.3 · judge-a"],
     }
+    # judge-b's decisive error is marked at its step, in its own colour.
+    decisive = view.find_elements("css selector", "li.step.decisive")
+    assert [el.get_attribute("data-step") for el in decisive] == ["s3"]
+    badge = decisive[0].find_element("css selector", '.mode[data-mark="decisive"]')
+    assert badge.text == "decisive error (bot) · judge-b"
     plain = view.find_elements("css selector", "li.step:not(.flagged)")
     assert [el.get_attribute("data-step") for el in plain] == ["s1"]
     # Judge and reference labels side by side; rows where they disagree are marked.

@@ -9,9 +9,10 @@ Extension points for other sections of the report:
 
 * :data:`TRACE_COLUMNS`: extra columns of the trace list, ``(key, title, fn(annotations by
   run, trace) -> str | number | None)``; append to it (e.g. the decisive error's step).
-* a trace entry's ``marks``: extra step highlights ``{"step", "label", "kind", "run"}``;
-  :data:`MARKERS` functions ``fn(run, annotation, trace) -> list of marks`` add them
-  (``kind="decisive"`` gets its own colour).
+* a trace entry's ``marks``: extra step highlights ``{"step", "label", "kind", "run",
+  "note"}``; :data:`MARKERS` functions ``fn(run, annotation, trace) -> list of marks`` add
+  them. The decisive error of a run (``annotation.decisive_error``) is one, with
+  ``kind="decisive"``, which gets its own colour.
 
 >>> import mast
 >>> traces = mast.datasets.example_traces()[:2]
@@ -39,7 +40,26 @@ Column = tuple[str, str, Callable[[Mapping[str, Annotation], "Trace | None"], An
 Marker = Callable[[str, Annotation, "Trace | None"], list[dict[str, Any]]]
 
 TRACE_COLUMNS: list[Column] = []
-MARKERS: list[Marker] = []
+
+
+def _decisive_mark(run: str, ann: Annotation, trace: Trace | None) -> list[dict[str, Any]]:
+    """The step of the run's decisive error (who/when attribution), when it names one."""
+    error = ann.decisive_error
+    if error is None or not error.step_id:
+        return []
+    label = "decisive error" + (f" ({error.agent})" if error.agent else "")
+    return [
+        {
+            "step": error.step_id,
+            "label": label,
+            "kind": "decisive",
+            "run": run,
+            "note": error.reason or "",
+        }
+    ]
+
+
+MARKERS: list[Marker] = [_decisive_mark]
 
 
 def _vector(values: Mapping[str, Any], codes: Sequence[str]) -> dict[str, bool | None]:

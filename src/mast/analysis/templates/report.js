@@ -244,7 +244,7 @@
       });
     });
     (t.marks || []).forEach(function (m) {
-      (marks[m.step] = marks[m.step] || []).push({ label: m.label, run: m.run || "", kind: m.kind || "note" });
+      (marks[m.step] = marks[m.step] || []).push({ label: m.label, run: m.run || "", kind: m.kind || "note", note: m.note || "" });
     });
     var box = el("ol", { cls: "timeline" });
     if (!t.steps) {
@@ -260,9 +260,10 @@
         el("b", { text: s.id }), " ",
         el("span", { cls: "muted", text: (s.agent || "") + " · " + s.kind })]);
       here.forEach(function (m) {
-        var b = badge(m.label, m.kind === "mode" ? "" : m.kind, m.kind === "mode" ? D.names[m.label] + " (" + m.run + ")" : m.run);
+        var title = m.kind === "mode" ? D.names[m.label] + " (" + m.run + ")" : [m.run, m.note].filter(Boolean).join(": ");
+        var b = badge(m.label, m.kind === "mode" ? "" : m.kind, title);
         b.setAttribute("data-mark", m.kind);
-        if (m.kind === "mode" && D.runs.length > 1) b.textContent = m.label + " · " + m.run;
+        if (D.runs.length > 1 && m.run) b.textContent = m.label + " · " + m.run;
         head.appendChild(b);
       });
       li.appendChild(head);
