@@ -205,3 +205,26 @@ def test_an_old_cache_entry_with_the_key_is_scrubbed_when_read(
 
 def _in_wal(folder: Path) -> bool:
     return any(KEY.encode() in p.read_bytes() for p in folder.glob("*-wal"))
+
+
+def test_platform_credentials_are_scrubbed_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bedrock signs with the AWS secret key and sends the session token as a header: an
+    echo of either is scrubbed like the key (and errors lose them too)."""
+    from mast.judge.providers import Completion
+    from mast.judge.usage import Usage
+
+    secret, session = "wJalrXUtnFI/K7MDENG/bPxRfiCYz3Xq2mLr8ZkP1", "IQoJb3JpZ2luX2VjEXq3vB7nK2mR9tY"
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAZ3K9QX2M7V4R8T1W")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", session)
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    bedrock = Judge("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0", fewshot=0)
+    echoed = Completion(f"signed with {secret}, token {session}", Usage(), session, secret, 0.1)
+    clean = bedrock.scrubber.completion(echoed)
+    for value in (clean.text, clean.model, clean.response_id or ""):
+        assert secret not in value and session not in value
+    assert "platform-credentials" not in bedrock.scrubber.literals, "the marker is no secret"
+    assert bedrock.provider is not None
+    error = bedrock.provider._translate_error(RuntimeError(f"denied for {secret}"), "m")
+    assert secret not in str(error)

@@ -183,12 +183,12 @@ class Provider(ABC):
     def _translate_error(self, exc: BaseException, model: str) -> ProviderError:
         """``exc`` as the ``ProviderError`` that fits it (the API key scrubbed from it)."""
         return translate_error(
-            exc, provider=self.name, model=model, env_var=self.env_var, secret=self._api_key
+            exc, provider=self.name, model=model, env_var=self.env_var, secret=self.credentials()
         )
 
     def _unexpected_answer(self, answer: Any, model: str, expected: str) -> ProviderError:
         """The error for a 200 answer that is not ``expected`` (e.g. a proxy's HTML page: the
         SDK hands back its text)."""
         return unexpected_answer(
-            answer, provider=self.name, model=model, expected=expected, secret=self._api_key
+            answer, provider=self.name, model=model, expected=expected, secret=self.credentials()
         )

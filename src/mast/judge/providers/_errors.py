@@ -11,7 +11,7 @@ import asyncio
 import email.utils
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mast.errors import (
@@ -35,7 +35,18 @@ def _class_names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def _detail(exc: BaseException, secret: str | None) -> str:
+Secrets = str | Sequence[str] | None
+"""The credentials to scrub from a message: one, several, or none."""
+
+
+def _scrub(text: str, secret: Secrets) -> str:
+    for value in [secret] if isinstance(secret, str) else secret or ():
+        if value:
+            text = text.replace(value, "***")
+    return text
+
+
+def _detail(exc: BaseException, secret: Secrets) -> str:
     text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
@@ -43,8 +54,7 @@ def _detail(exc: BaseException, secret: str | None) -> str:
         err = body.get("error", body)
         if isinstance(err, Mapping) and isinstance(err.get("message"), str) and err["message"]:
             text = str(err["message"])
-    if secret:
-        text = text.replace(secret, "***")
+    text = _scrub(text, secret)
     text = " ".join(text.split())
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 1] + "…"
 
@@ -91,14 +101,13 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 
 
 def unexpected_answer(
-    answer: Any, *, provider: str, model: str, expected: str, secret: str | None = None
+    answer: Any, *, provider: str, model: str, expected: str, secret: Secrets = None
 ) -> ProviderError:
     """The error for a successful HTTP answer that is not what the API returns (an HTML page
     from a proxy, plain text from a misconfigured server): retryable, since gateways and
     captive portals usually recover, and the runner's retries are bounded."""
     text = answer if isinstance(answer, str) else repr(answer)
-    if secret:
-        text = text.replace(secret, "***")
+    text = _scrub(text, secret)
     text = " ".join(text.split())
     snippet = text if len(text) <= 120 else text[:119] + "…"
     return ProviderError(
@@ -110,7 +119,7 @@ def unexpected_answer(
 
 
 def translate_error(
-    exc: BaseException, *, provider: str, model: str, env_var: str, secret: str | None = None
+    exc: BaseException, *, provider: str, model: str, env_var: str, secret: Secrets = None
 ) -> ProviderError:
     """Map an SDK (or asyncio) exception to the ``ProviderError`` subclass that fits it.
 

@@ -36,6 +36,13 @@ _NO_KEY = "platform-credentials"
 
 
 class _CloudAnthropic(AnthropicProvider):
+    def credentials(self) -> list[str]:
+        # The marker is no secret; the platform's own credentials (SigV4 signs with the
+        # secret key and sends the session token as a header) are scrubbed wherever echoed.
+        own = [c for c in super().credentials() if c != _NO_KEY]
+        env = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") if self.name == "bedrock" else ()
+        return own + [os.environ[v] for v in env if os.environ.get(v)]
+
     def structured_mode(self, config: CallConfig) -> StructuredMode:
         if config.json_schema is None or config.structured == "none":
             return "none"
