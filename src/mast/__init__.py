@@ -37,6 +37,8 @@ from mast.errors import (
     VerdictParseError,
 )
 from mast.judge.annotation import Annotation
+from mast.judge.attribute import AttributionJudge, attribute
+from mast.judge.attribution import DecisiveError
 from mast.judge.fewshot import FewShotExample, load_examples, select_examples
 from mast.judge.grounding import ground, grounded_share
 from mast.judge.heuristic import heuristic_verdict
@@ -71,6 +73,7 @@ if _TYPE_CHECKING:
         agreement_by_version,
         labels_of,
     )
+    from mast.agree.attribution import AttributionReport, attribution_accuracy
     from mast.agree.consensus import ConsensusReport, consensus
     from mast.agree.sweep import SweepReport, sweep_confidence
     from mast.analysis.validation import ValidationReport, validate
@@ -87,6 +90,8 @@ _LAZY = {
     "agreement_among": "mast.agree",
     "agreement_by_version": "mast.agree",
     "analysis": None,
+    "AttributionReport": "mast.agree.attribution",
+    "attribution_accuracy": "mast.agree.attribution",
     "labels_of": "mast.agree",
     "plots": None,
     "stats": None,
@@ -123,6 +128,8 @@ __all__ = [
     "AmongReport",
     "Annotation",
     "AnnotationRun",
+    "AttributionJudge",
+    "AttributionReport",
     "AuthError",
     "BudgetExceeded",
     "ConfigError",
@@ -132,6 +139,7 @@ __all__ = [
     "DatasetChecksumError",
     "DatasetError",
     "DatasetUnavailableError",
+    "DecisiveError",
     "DuplicateTraceError",
     "Evidence",
     "FailureMode",
@@ -176,6 +184,8 @@ __all__ = [
     "agreement_by_version",
     "analysis",
     "annotate_many",
+    "attribute",
+    "attribution_accuracy",
     "consensus",
     "datasets",
     "ground",

@@ -163,3 +163,12 @@ def test_bad_options_are_refused() -> None:
         attribution_accuracy({}, {}, within=-1)
     with pytest.raises(TypeError, match="Annotation"):
         attribution_accuracy([{"agent": "A"}], {})  # type: ignore[list-item]
+
+
+def test_docstring_example() -> None:
+    import doctest
+
+    import mast.agree.attribution
+
+    result = doctest.testmod(mast.agree.attribution, raise_on_error=False)
+    assert result.attempted >= 4 and result.failed == 0

@@ -292,3 +292,22 @@ def test_earliest_error_orders_by_trace_position() -> None:
         DecisiveError(step_id="a")
     )
     assert earliest_error([None, None]) is None
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import mast.judge.attribute
+    import mast.judge.attribution
+    import mast.judge.attribution_grounding
+
+    results = [
+        doctest.testmod(module, raise_on_error=False)
+        for module in (
+            mast.judge.attribution,
+            mast.judge.attribution_grounding,
+            mast.judge.attribute,
+        )
+    ]
+    assert sum(r.attempted for r in results) >= 8
+    assert sum(r.failed for r in results) == 0

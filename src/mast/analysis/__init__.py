@@ -1,5 +1,5 @@
 """From failure vectors to findings: prevalence, modes per trace, co-occurrence, outcomes,
-and two-group comparisons.
+two-group comparisons, and which agents start failures (:func:`failure_starters`).
 
 Every function takes the failure vectors in whatever form you have them — a results frame
 (``mast.to_frame(annotations)``), a list of :class:`~mast.judge.annotation.Annotation`, a
@@ -38,6 +38,7 @@ Results are small objects with a tidy ``.table`` (one row per group x mode), ``.
 {'1.1': 1, '1.3': 0}
 """
 
+from mast.analysis.attribution import FailureStarters, failure_starters
 from mast.analysis.data import Excluded, VectorData, collect, trace_fields
 from mast.analysis.outcomes import compare, outcome_analysis
 from mast.analysis.profiles import cooccurrence, frame, modes_per_trace, prevalence
@@ -53,6 +54,7 @@ __all__ = [
     "Comparison",
     "Cooccurrence",
     "Excluded",
+    "FailureStarters",
     "ModesPerTrace",
     "OutcomeAnalysis",
     "Prevalence",
@@ -60,6 +62,7 @@ __all__ = [
     "collect",
     "compare",
     "cooccurrence",
+    "failure_starters",
     "frame",
     "modes_per_trace",
     "outcome_analysis",

@@ -23,7 +23,7 @@ own key in a results file. An unreadable or undecided answer stops the search an
 the decisive error unknown (``None``), never a guess.
 
 >>> expected_calls("binary-search", 10), expected_calls("step-by-step", 10, error_at=3)
-(4, 4)
+(4, 3)
 """
 
 from __future__ import annotations
