@@ -144,10 +144,11 @@ async def aannotate_many(
 
 def _merge_runs(runs: list[AnnotationRun]) -> AnnotationRun:
     """One run of several samples: records grouped by trace (samples in order)."""
-    summary = RunSummary(total=runs[0].summary.total if runs else 0)
+    # Counts are of records (one per trace and sample), totals included.
+    summary = RunSummary()
     for run in runs:
         s = run.summary
-        for name in ("done", "cached", "resumed", "calls", "retries", "batch_items",
+        for name in ("total", "done", "cached", "resumed", "calls", "retries", "batch_items",
                      "cost_usd", "cost_unknown", "positives", "grounded_positives",
                      "elapsed_s"):  # fmt: skip
             setattr(summary, name, getattr(summary, name) + getattr(s, name))

@@ -90,6 +90,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--format", choices=["table", "markdown", "json"], default="table", help="output format"
     )
     p.add_argument("--plot", metavar="FILE", help="also save a forest plot (needs matplotlib)")
+    p.add_argument(
+        "--consensus",
+        metavar="RESULTS",
+        help="self-consistency of the runs (samples, models) in a results file: majority, "
+        "flip rate per mode, kappa between runs",
+    )
+    p.add_argument(
+        "--sweep-confidence",
+        action="store_true",
+        help="with --reference and --candidate RESULTS: the confidence cut-off that maximises "
+        "--metric",
+    )
+    p.add_argument("--metric", choices=["kappa", "f1"], default="kappa", help="for the sweep")
+    p.add_argument(
+        "--fit",
+        type=float,
+        metavar="FRACTION",
+        help="with --sweep-confidence: choose the cut-off on this share of the traces (drawn "
+        "with --seed) and score it on the rest",
+    )
     add_attribution_arguments(p)
     p.set_defaults(handler=_cmd_agree)
 
@@ -111,6 +131,10 @@ def _cmd_agree(args: argparse.Namespace) -> int:
         from mast.cli.agree_attribution import run
 
         return run(args)
+    if args.consensus or args.sweep_confidence:
+        from mast.cli.agree_runs import consensus_command, sweep_command
+
+        return consensus_command(args) if args.consensus else sweep_command(args)
     pairwise = args.reference is not None or args.candidate is not None
     if args.among and pairwise:
         return _usage("give either --among FILE… or --reference and --candidate, not both")
@@ -172,7 +196,12 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
             **_options(args),
         )
         code = 0 if report.pooled.n_cells else 1
-        return code, _render(report, args.format), report
+        text = _render(report, args.format)
+        if cand.kind == "results" and args.format != "json":
+            from mast.cli.agree_runs import self_consistency
+
+            text += self_consistency(args.candidate)
+        return code, text, report
 
     return run
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from mast.cli.inputs import add_input_options
 
@@ -67,37 +68,30 @@ def _redact_pattern(text: str) -> tuple[str, str]:
 
 
 def _cmd_annotate(args: argparse.Namespace) -> int:
-    from mast.bulk.runner import RetryPolicy, annotate_many
     from mast.cli.inputs import input_notes
     from mast.errors import TraceFormatError
-    from mast.judge.judge import Judge
-    from mast.judge.redact import Redactor
     from mast.traces.loaders import load_traces
 
-    redact: bool | Redactor = not args.no_redact
-    if args.redact_pattern:
-        base = Redactor(patterns=()) if args.no_redact else Redactor()
-        redact = Redactor(patterns=base.patterns, extra=args.redact_pattern)
-    judge = Judge(
-        args.model,
-        fewshot=args.fewshot,
-        base_url=args.base_url,
-        prices=args.prices,
-        max_tokens=args.max_tokens,
-        timeout=args.timeout,
-        redact=redact,
+    models = (
+        [m.strip() for m in args.models.split(",") if m.strip()] if args.models else [args.model]
     )
-    if args.attribution:
-        if args.model == "heuristic":
-            print(
-                "mast: error: --attribution needs an LLM judge (--model provider/model); the "
-                "heuristic judge makes no calls",
-                file=sys.stderr,
-            )
-            return 2
-        from mast.judge.attribute import AttributionJudge
-
-        judge = AttributionJudge(judge, args.attribution)
+    if not models or len(set(models)) != len(models):
+        print(
+            "mast: error: --models needs distinct names, e.g. openai/a,anthropic/b", file=sys.stderr
+        )
+        return 2
+    judges = []
+    for model in models:
+        judge = _judge(model, args)
+        if isinstance(judge, int):
+            return judge
+        judges.append(judge)
+    if args.samples > 1 and not args.temperature and models != ["heuristic"]:
+        print(
+            "mast: note: --samples at temperature 0 gives near-identical samples; "
+            "pass --temperature (e.g. 0.7) for independent judgments",
+            file=sys.stderr,
+        )
     errors: list[TraceFormatError] = []
     if not args.quiet:
         print("mast: loading traces …", file=sys.stderr)
@@ -117,7 +111,62 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
     if not traces:
         print("mast: error: no trace could be loaded from the inputs", file=sys.stderr)
         return 1
-    if args.batch and args.model == "heuristic":
+    codes = []
+    for judge in judges:
+        if len(judges) > 1:
+            print(f"== {judge.model} ==")
+        codes.append(_run(judge, traces, args))
+        if codes[-1] == 130:
+            return 130
+    if errors:
+        print(f"{len(errors)} input(s) could not be read (listed on stderr)")
+    for note in input_notes(traces):
+        print(note)
+    print(f"results: {args.out}")
+    if len(judges) > 1 or args.samples > 1:
+        print(f"self-consistency of the runs: mast agree --consensus {args.out}")
+    return 0 if 0 in codes else 1
+
+
+def _judge(model: str, args: argparse.Namespace) -> Any:
+    """The judge for ``model`` from the command's options, or an exit code."""
+    from mast.judge.judge import Judge
+    from mast.judge.redact import Redactor
+
+    redact: bool | Redactor = not args.no_redact
+    if args.redact_pattern:
+        base = Redactor(patterns=()) if args.no_redact else Redactor()
+        redact = Redactor(patterns=base.patterns, extra=args.redact_pattern)
+    judge: Any = Judge(
+        model,
+        fewshot=args.fewshot,
+        base_url=args.base_url,
+        prices=args.prices,
+        max_tokens=args.max_tokens,
+        timeout=args.timeout,
+        redact=redact,
+        samples=args.samples,
+        **({"temperature": args.temperature} if args.temperature is not None else {}),
+    )
+    if args.attribution:
+        if model == "heuristic":
+            print(
+                "mast: error: --attribution needs an LLM judge (--model provider/model); the "
+                "heuristic judge makes no calls",
+                file=sys.stderr,
+            )
+            return 2
+        from mast.judge.attribute import AttributionJudge
+
+        judge = AttributionJudge(judge, args.attribution)
+    return judge
+
+
+def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
+    """Annotate ``traces`` with one judge (all its samples) and print the summary."""
+    from mast.bulk.runner import RetryPolicy, annotate_many
+
+    if args.batch and judge.model == "heuristic":
         print("mast: --batch ignored: the heuristic judge makes no calls", file=sys.stderr)
     cache: str | bool = False if args.no_cache else (args.cache or True)
     try:
@@ -146,11 +195,6 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         return 130
     summary = run.summary
     print(summary.format())
-    if errors:
-        print(f"{len(errors)} input(s) could not be read (listed on stderr)")
-    for note in input_notes(traces):
-        print(note)
-    print(f"results: {args.out}")
     if summary.stopped:
         print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
         print(
@@ -177,8 +221,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument("inputs", nargs="+", help="trace files, folders or globs")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="judge model 'provider/model', or 'heuristic' (offline)")
+    which.add_argument(
+        "--models",
+        metavar="A,B,…",
+        help="several judges, one after the other, into the same results file",
+    )
     p.add_argument(
-        "--model", required=True, help="judge model 'provider/model', or 'heuristic' (offline)"
+        "--samples",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="independent judgments per trace and judge (each cached and billed; see "
+        "'mast agree --consensus')",
+    )
+    p.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        default=None,
+        help="sampling temperature (default 0; use more than 0 with --samples)",
     )
     p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
     p.add_argument("--out", required=True, type=Path, help="results file (JSON Lines)")
