@@ -92,11 +92,14 @@ def _encodable(value: Any) -> bool:
 
 def scrub_surrogates(trace: Trace) -> Trace:
     """The trace with every lone surrogate replaced by U+FFFD (the same trace when none)."""
-    texts = [trace.task, trace.system, *(s.content for s in trace.steps)]
+    # One encode of all step text (C speed) instead of one per string: loading stays fast.
+    parts = [trace.task or "", trace.system or ""]
+    for step in trace.steps:
+        parts += (step.content, step.agent or "")
     if (
-        all(_encodable(t) for t in texts)
-        and all(_encodable(s.agent) and _encodable(s.metadata) for s in trace.steps)
+        _encodable("".join(parts))
         and _encodable(trace.metadata)
+        and all(not s.metadata or _encodable(s.metadata) for s in trace.steps)
     ):
         return trace
     return Trace.model_validate(_clean(trace.model_dump(mode="json")))
