@@ -301,10 +301,12 @@ def compact_steps(steps: Sequence[Step]) -> list[RenderedStep]:
                 chosen, shown = candidate, body_visible
                 break
         index.add(step.id, lines, shown)
-        if content and all(shown) and content not in whole:
+        if content and content not in whole:
+            # Any step can stand for its whole text, however it is shown itself.
             whole[content] = step.id
-            if len(content) >= MIN_NEAR_DUP_CHARS:
-                skeletons.setdefault(_skeleton(content), step.id)
+        if content and all(shown) and len(content) >= MIN_NEAR_DUP_CHARS:
+            # "except line N" needs a step whose lines are all shown, to count them.
+            skeletons.setdefault(_skeleton(content), step.id)
         rendered.append(chosen)
         originals[step.id] = content
     return rendered

@@ -255,7 +255,10 @@ def select_examples(
     and smaller ones are still tried). Ties break on size, then id, so the choice is
     deterministic.
 
-    >>> exs = load_examples()
+    >>> codes = load_taxonomy().codes
+    >>> exs = [FewShotExample(id=f"e{i}", source="s", attribution="a",
+    ...                       steps=[{"content": "x"}], rationale="r",
+    ...                       labels={c: c == codes[i] for c in codes}) for i in range(3)]
     >>> len(select_examples(exs, count=2)), select_examples(exs, token_budget=10)
     (2, [])
     """
