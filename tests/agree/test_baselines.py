@@ -358,3 +358,19 @@ def test_cli_report_with_the_majority_as_reference(
     html = page.read_text(encoding="utf-8")
     assert "Agreement with majority" in html and "constant judge {" in html
     capsys.readouterr()
+
+
+def test_cli_pairwise_resamples_blocks_of_a_reference_with_copies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from mast.cli import main
+
+    path = str(_duplicated(tmp_path, copies=2))
+    argv = ["agree", "--reference", path, "--reference-annotator", "majority"]
+    argv += ["--candidate", path, "--candidate-annotator", "annotator_2", "--bootstrap", "50"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "bootstrap over 3 distinct label blocks (cluster bootstrap)" in captured.out
+    assert "repeat label blocks" in captured.err
+    assert main([*argv, "--resample", "traces"]) == 0
+    assert "(bootstrap over traces," in capsys.readouterr().out

@@ -70,8 +70,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--resample",
         choices=["auto", "traces", "blocks"],
         default="auto",
-        help="with --among: bootstrap unit; auto resamples distinct label blocks when some "
-        "traces carry identical blocks (copied labels), else traces",
+        help="bootstrap unit; auto resamples distinct label blocks when some traces of a "
+        "trace file carry identical blocks (copied labels), else traces",
     )
     p.add_argument(
         "--by-version",
@@ -193,6 +193,7 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
             cand.source,
             reference_name=ref.name,
             candidate_name=cand.name,
+            clusters=_block_clusters(ref.traces, args.resample, messages),
             **_options(args),
         )
         code = 0 if report.pooled.n_cells else 1
@@ -204,6 +205,22 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
         return code, text, report
 
     return run
+
+
+def _block_clusters(traces: list[Any], resample: str, messages: list[str]) -> Any:
+    """Traces of the reference file whose whole label blocks are identical resample together
+    (unless --resample traces); a note says so."""
+    from mast.traces.datasets import duplicate_label_blocks
+
+    groups = duplicate_label_blocks(traces) if traces and resample != "traces" else []
+    if not groups:
+        return None
+    shown = "; ".join("{" + ", ".join(g) + "}" for g in groups)
+    messages.append(
+        f"DuplicateLabelsWarning: the reference traces repeat label blocks ({shown}); the "
+        "bootstrap resamples distinct blocks"
+    )
+    return {trace_id: group[0] for group in groups for trace_id in group}
 
 
 def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any]]:
