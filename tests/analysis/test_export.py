@@ -93,6 +93,26 @@ def test_one_event_per_judged_mode_attached_to_the_evidence_span(
     assert summary.attached == 13
 
 
+def test_langfuse_observations_with_otel_ids_are_attached(tmp_path: Path) -> None:
+    # Langfuse (v3 on) keys traces and observations by OpenTelemetry ids.
+    source = PHOENIX.parent / "langfuse_observations.jsonl"
+    rows = [json.loads(line) for line in source.read_text().splitlines()]
+    ids = {row["id"]: f"{n + 1:016x}" for n, row in enumerate(rows)}
+    for row in rows:
+        row["id"] = ids[row["id"]]
+        if row.get("parentObservationId"):
+            row["parentObservationId"] = ids[row["parentObservationId"]]
+    path = tmp_path / "observations.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    trace = mast.load_trace(path)
+    out = tmp_path / "events.jsonl"
+    summary = export_otel([_annotation(trace.id)], traces=[trace], out=out)
+    present = next(r for r in _records(out) if _attrs(r)["mast.mode.code"] == "1.3")
+    assert present["traceId"] == trace.id
+    assert present["spanId"] == trace.step("s5").metadata["observation_id"]
+    assert summary.attached == summary.events
+
+
 def test_traces_without_otel_ids_get_unattached_events(tmp_path: Path) -> None:
     trace = mast.traces.datasets.example_traces()[0]
     out = tmp_path / "events.jsonl"

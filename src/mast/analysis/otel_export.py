@@ -101,9 +101,8 @@ def _trace_context(trace: Trace | None, step_ids: Sequence[str]) -> tuple[int | 
     root = meta.get("root_span_id")
     if not spans:
         # No evidence step with a span: the trace's root span, else its first span.
-        first = next(
-            (s.metadata.get("span_id") for s in trace.steps if s.metadata.get("span_id")), None
-        )
+        ids = (s.metadata.get("span_id") or s.metadata.get("observation_id") for s in trace.steps)
+        first = next((x for x in ids if x), None)
         spans = [str(x) for x in (root, first) if x]
     for candidate in spans:
         span_id = _otel_id(candidate, 16)

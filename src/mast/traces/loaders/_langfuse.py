@@ -174,6 +174,8 @@ def _build(trace_id: str, record: Mapping[str, Any], observations: list[Any]) ->
     if isinstance(record.get("metadata"), Mapping):
         metadata["langfuse_metadata"] = dict(record["metadata"])
     metadata["repeated_inputs_skipped"] = steps.repeated
+    if root is not None:
+        metadata["root_span_id"] = str(root["id"])  # an OTel span id in Langfuse v3 and later
     system = None
     if isinstance(record.get("metadata"), Mapping) and record["metadata"].get("system"):
         system = str(record["metadata"]["system"])
