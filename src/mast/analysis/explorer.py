@@ -19,7 +19,7 @@ Extension points for other sections of the report:
 >>> anns = {"h": [mast.Judge("heuristic").annotate(t) for t in traces]}
 >>> data = explorer_data(anns, traces)
 >>> len(data["traces"]), data["runs"], sorted(data["traces"][0])[:4]
-(2, ['h'], ['extra', 'id', 'key', 'marks'])
+(2, ['h'], ['extra', 'id', 'key', 'label'])
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mast.analysis.report_attribution import COLUMNS as ATTRIBUTION_COLUMNS
+from mast.analysis.report_attribution import decisive_entry, label_entry
 from mast.judge.annotation import Annotation
 from mast.traces.model import Trace
 
@@ -39,7 +41,7 @@ MAX_EMBEDDED_CHARS = 20_000_000  # step text in the page at most; later traces l
 Column = tuple[str, str, Callable[[Mapping[str, Annotation], "Trace | None"], Any]]
 Marker = Callable[[str, Annotation, "Trace | None"], list[dict[str, Any]]]
 
-TRACE_COLUMNS: list[Column] = []
+TRACE_COLUMNS: list[Column] = [*ATTRIBUTION_COLUMNS]
 
 
 def _decisive_mark(run: str, ann: Annotation, trace: Trace | None) -> list[dict[str, Any]]:
@@ -151,6 +153,7 @@ def explorer_data(
             "n_steps": len(trace.steps) if trace else None,
             "runs": {run: _run_entry(ann, codes) for run, ann in here.items()},
             "refs": refs,
+            "label": label_entry(trace),
             "marks": [
                 m for run, ann in here.items() for fn in MARKERS for m in fn(run, ann, trace)
             ],
@@ -194,6 +197,7 @@ def _run_entry(ann: Annotation, codes: Sequence[str]) -> dict[str, Any]:
         "status": ann.status,
         "error": (ann.error or "").strip().splitlines()[0][:300] if ann.error else None,
         "summary": ann.summary,
+        "decisive": decisive_entry(ann.decisive_error),
         "vector": vector,
         "unknown": sum(1 for v in (vector or {}).values() if v is None),
         "ungrounded": [c for c, f in ann.findings.items() if f.grounded is False],

@@ -198,6 +198,36 @@
         el("thead", null, [head]), body])]);
   }
 
+  function whoWhen(t, r) {
+    // The run's decisive error, with the trace's labelled one (Who&When) beside it.
+    var box = el("div", { cls: "who-when" });
+    var d = r.decisive;
+    var line = el("p", { cls: "decisive-line" }, [el("b", { text: "Decisive error: " })]);
+    if (d) {
+      if (d.step) {
+        line.appendChild(el("a", { href: "#step-" + t.key + "-" + d.step, cls: "ev-link", text: d.text }));
+      } else {
+        line.appendChild(document.createTextNode(d.text));
+      }
+      if (d.reason) line.appendChild(document.createTextNode(" — " + d.reason));
+      if (d.quote) line.appendChild(el("span", { cls: "quote", text: " “" + d.quote + "”" }));
+      if (d.grounded === false) line.appendChild(el("span", { cls: "status-bad", text: " (not grounded: " + (d.problem || "") + ")" }));
+      if (d.method && d.method !== "verdict") line.appendChild(el("span", { cls: "muted", text: " [" + d.method + ", " + d.calls + " calls]" }));
+    } else {
+      line.appendChild(el("span", { cls: "muted", text: "not named" }));
+    }
+    box.appendChild(line);
+    var l = t.label;
+    if (l) {
+      var same = d && l.step === d.step ? " (same step)" : "";
+      var lab = el("p", { cls: "label-line" }, [el("b", { text: l.source + ": " }),
+        document.createTextNode(l.text + same)]);
+      if (l.reason) lab.appendChild(document.createTextNode(" — " + l.reason));
+      box.appendChild(lab);
+    }
+    return box;
+  }
+
   function findingsBlock(t) {
     var box = el("div", { cls: "findings" });
     D.runs.forEach(function (run) {
@@ -206,6 +236,7 @@
       var part = el("div", { cls: "run-findings" }, [el("h4", { text: run + " — " + r.status })]);
       if (r.error) part.appendChild(el("p", { cls: "status-bad", text: r.error }));
       if (r.summary) part.appendChild(el("p", { text: r.summary }));
+      part.appendChild(whoWhen(t, r));
       var list = el("ul");
       codes.forEach(function (c) {
         var f = r.findings[c];
@@ -246,6 +277,9 @@
     (t.marks || []).forEach(function (m) {
       (marks[m.step] = marks[m.step] || []).push({ label: m.label, run: m.run || "", kind: m.kind || "note", note: m.note || "" });
     });
+    if (t.label && t.label.step) {
+      (marks[t.label.step] = marks[t.label.step] || []).push({ label: "labelled error (" + (t.label.agent || "?") + ")", run: "", kind: "label", note: t.label.source });
+    }
     var box = el("ol", { cls: "timeline" });
     if (!t.steps) {
       return el("p", { cls: "muted", text: t.steps_note || "trace text not loaded (give --traces)" });
@@ -254,7 +288,7 @@
       var here = marks[s.id] || [];
       var kinds = {};
       here.forEach(function (m) { kinds[m.kind] = true; });
-      var cls = "step" + (kinds.mode ? " flagged" : "") + (kinds.decisive ? " decisive" : "");
+      var cls = "step" + (kinds.mode ? " flagged" : "") + (kinds.decisive ? " decisive" : "") + (kinds.label ? " labelled" : "");
       var li = el("li", { cls: cls, id: "step-" + t.key + "-" + s.id, "data-step": s.id });
       var head = el("div", { cls: "step-head" }, [
         el("b", { text: s.id }), " ",
