@@ -141,6 +141,8 @@ def _by_annotator(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
 
 def _sniff_rows(path: Path) -> tuple[Kind, list[dict[str, Any]], list[str]]:
     """What kind of file this is, and its rows when it is a table or a results store."""
+    if path.is_dir() and (rows := _results_folder(path)) is not None:
+        return "results", rows, []
     if not path.is_file():
         if not path.exists() and not any(ch in str(path) for ch in "*?["):
             raise FileNotFoundError(f"no such file or folder: {path}")
@@ -174,6 +176,24 @@ def _sniff_rows(path: Path) -> tuple[Kind, list[dict[str, Any]], list[str]]:
             if _is_label_mapping(whole):
                 return "table", [{"trace_id": k, **v} for k, v in whole.items()], []
     return "traces", [], []
+
+
+def _results_folder(path: Path) -> list[dict[str, Any]] | None:
+    """The records of a folder of result shards (``mast annotate --engine ray``), newest
+    per key; None when the folder holds something else (e.g. trace files)."""
+    from mast.bulk.store import read_annotations, shard_paths
+
+    shards = shard_paths(path)
+    if not shards:
+        return None
+    for shard in shards:
+        try:
+            first = json.loads(_first_line(shard) or "null")
+        except json.JSONDecodeError:
+            return None
+        if first is not None and not (isinstance(first, dict) and "vector" in first):
+            return None
+    return [json.loads(a.model_dump_json()) for a in read_annotations(path)]
 
 
 def _row_kind(record: dict[str, Any]) -> Kind:

@@ -26,8 +26,9 @@ from mast.bulk.batch import (
 from mast.bulk.cache import CachedResponse, ResponseCache, cache_key
 from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
-from mast.bulk.ratelimit import RateLimiter
+from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused
 from mast.bulk.store import ResultsStore
+from mast.bulk.tasks import gather_or_cancel
 from mast.bulk.types import RetryPolicy, RunSummary, config_hash
 from mast.errors import (
     AuthError,
@@ -81,7 +82,7 @@ class _Runner:
         *,
         store: ResultsStore | None,
         cache: ResponseCache | None,
-        limiter: RateLimiter,
+        limiter: Limiter,
         retry: RetryPolicy,
         timeout: float | None,
         budget_usd: float | None,
@@ -260,9 +261,10 @@ class _Runner:
         while True:
             self.check_budget(estimate)
             self.reserved += estimate
-            grant = None
+            grant: LimiterGrant | None = None
             try:
-                grant = await self.limiter.acquire(tokens) if self.limiter.limited else None
+                if self.limiter.limited:
+                    grant = await self.limiter.acquire(tokens, cost=estimate)
                 if self.stopped is not None:
                     raise self.stopped
                 self.summary.calls += 1
@@ -279,12 +281,12 @@ class _Runner:
                         "(the runner's per-call timeout); raise timeout= or retry later",
                         provider=self.judge.provider_name,
                     ) from exc
-            except AuthError as exc:
-                raise self.stop("auth", str(exc)) from exc
+            except (AuthError, LimitRefused) as exc:  # LimitRefused: a shared budget is spent
+                raise self.stop(getattr(exc, "reason", "auth"), str(exc)) from exc
             except ProviderError as exc:
                 calls.last_error = exc
-                if grant is not None and not isinstance(exc, ProviderTimeout):
-                    grant.settle(0)  # refused: no tokens used (a timed-out call may have)
+                if grant is not None:  # refused: no tokens used (a timed-out call may have)
+                    grant.settle(None if isinstance(exc, ProviderTimeout) else 0)
                 retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
                 if retry_after is not None:
                     # Everyone waits, not only this worker: the limit is shared.
@@ -303,14 +305,13 @@ class _Runner:
             finally:
                 self.reserved -= estimate
             break
-        usage = completion.usage
-        if grant is not None and usage.input_tokens is not None:
-            grant.settle(usage.input_tokens + (usage.output_tokens or 0))
+        usage, cost = completion.usage, self.price(completion.usage)
+        if grant is not None:
+            grant.settle(usage.total_tokens, cost=cost)
         if usage.input_tokens:
             observed = prompt.text_length / usage.input_tokens
             if observed >= 1.5:  # refine the token estimate, only ever more conservative
                 self.chars_per_token = min(self.chars_per_token, observed)
-        cost = self.price(usage)
         calls.add_cost(cost)
         self.spent += cost or 0.0
         return completion
@@ -417,7 +418,7 @@ class _Runner:
                 elif outcome == "stopped":
                     stopped.append(item)
 
-        await _gather_or_cancel([worker() for _ in range(self.concurrency)])
+        await gather_or_cancel([worker() for _ in range(self.concurrency)])
         return deferred, stopped
 
     async def run(self, traces: Iterable[Trace], *, batch: bool) -> None:
@@ -581,18 +582,3 @@ class _Runner:
                     raise
                 retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
                 await asyncio.sleep(self.retry.delay(attempt - 1, retry_after, self.rng))
-
-
-async def _gather_or_cancel(coros: list[Awaitable[None]]) -> None:
-    """Run coroutines together; the first exception cancels the others and is raised."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            if task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
-    finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

@@ -29,11 +29,41 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Grant", "RateLimiter"]
+__all__ = ["Grant", "LimitRefused", "Limiter", "LimiterGrant", "RateLimiter"]
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
+
+
+class LimitRefused(Exception):
+    """A shared limiter refuses any further call (``reason`` "budget" or "auth"): the run
+    stops as it does when its own budget is spent."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class LimiterGrant(Protocol):
+    """What :meth:`Limiter.acquire` hands out; settled exactly once by the runner."""
+
+    def settle(self, actual_tokens: int | None, *, cost: float | None = None) -> None: ...
+
+
+class Limiter(Protocol):
+    """What the runner asks before each call: :class:`RateLimiter` in one process, or a
+    limiter shared by many processes (:mod:`mast.bulk.distributed`), which also keeps
+    the budget and may raise :class:`LimitRefused`."""
+
+    @property
+    def limited(self) -> bool: ...
+
+    def pause(self, seconds: float) -> None: ...
+
+    async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> LimiterGrant: ...
 
 
 @dataclass(eq=False)  # identity: two calls in the same instant are different entries
@@ -105,8 +135,10 @@ class Grant:
     _limiter: RateLimiter
     _entry: _Entry | None
 
-    def settle(self, actual_tokens: int | None) -> None:
-        """Count ``actual_tokens`` (prompt + output, as reported) instead of the estimate."""
+    def settle(self, actual_tokens: int | None, *, cost: float | None = None) -> None:
+        """Count ``actual_tokens`` (prompt + output, as reported; None = keep the estimate)
+        instead of the estimate. ``cost`` is for shared limiters (the runner keeps its own
+        budget)."""
         if actual_tokens is None or self._entry is None or self._limiter._tpm is None:
             return
         self._limiter._tpm.settle(self._entry, actual_tokens)
@@ -148,8 +180,9 @@ class RateLimiter:
         """Hold every caller back for ``seconds`` from now (a provider asked us to wait)."""
         self._paused_until = max(self._paused_until, self._clock() + max(seconds, 0.0))
 
-    async def acquire(self, tokens: int = 0) -> Grant:
-        """Wait until one request of about ``tokens`` tokens fits the limits, and count it."""
+    async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> Grant:
+        """Wait until one request of about ``tokens`` tokens fits the limits, and count it.
+        (``cost``, the call's estimated price, matters to shared limiters only.)"""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:

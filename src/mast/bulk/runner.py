@@ -52,7 +52,7 @@ from mast.bulk.engine import (
     log,
 )
 from mast.bulk.progress import Progress
-from mast.bulk.ratelimit import RateLimiter
+from mast.bulk.ratelimit import Limiter, RateLimiter
 from mast.bulk.store import ResultsStore
 from mast.bulk.types import AnnotationRun, RetryPolicy, RunSummary, config_hash
 from mast.errors import (
@@ -99,8 +99,13 @@ async def aannotate_many(
     batch_poll_interval: float = 15.0,
     max_batch_rounds: int = 6,
     seed: int | None = None,
+    limiter: Limiter | None = None,
 ) -> AnnotationRun:
-    """Async twin of :func:`annotate_many` (same arguments); use it inside an event loop."""
+    """Async twin of :func:`annotate_many` (same arguments); use it inside an event loop.
+
+    ``limiter`` replaces the run's own ``rpm`` / ``tpm`` limiter with one shared by several
+    runs, which may also keep a shared budget (the Ray engine, :mod:`mast.bulk.distributed`).
+    """
     options: dict[str, Any] = dict(
         out=out,
         concurrency=concurrency,
@@ -120,6 +125,7 @@ async def aannotate_many(
         batch_poll_interval=batch_poll_interval,
         max_batch_rounds=max_batch_rounds,
         seed=seed,
+        limiter=limiter,
     )
     if judge.samples == 1:
         return await _annotate_once(traces, judge, **options)
@@ -199,6 +205,7 @@ async def _annotate_once(
     batch_poll_interval: float,
     max_batch_rounds: int,
     seed: int | None,
+    limiter: Limiter | None,
 ) -> AnnotationRun:
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -234,7 +241,7 @@ async def _annotate_once(
             judge,
             store=store,
             cache=response_cache,
-            limiter=RateLimiter(rpm=rpm, tpm=tpm, window=rate_window),
+            limiter=limiter or RateLimiter(rpm=rpm, tpm=tpm, window=rate_window),
             retry=retry or RetryPolicy(),
             timeout=timeout,
             budget_usd=budget_usd,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -45,8 +46,10 @@ __all__ = [
     "RecordKey",
     "ResultsFileWarning",
     "ResultsStore",
+    "merge_results",
     "read_annotations",
     "record_key",
+    "shard_paths",
     "to_frame",
 ]
 
@@ -101,12 +104,16 @@ def _records(path: Path) -> Iterator[tuple[int, Annotation | Exception, bool]]:
 
 
 def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotation]:
-    """The records of a results file, in file order.
+    """The records of a results file, in file order, or of a results folder.
 
     With ``latest`` (default) a key written more than once (a retried failure) gives only
     its last record, at the position of its first. A torn last line (a crash mid-write) is
     ignored silently; an unreadable line elsewhere is skipped with a
     :class:`ResultsFileWarning`.
+
+    A folder (the Ray engine's ``--out DIR``) is read as one result set: every ``*.jsonl``
+    shard in it (see :func:`shard_paths`), a key recorded in several shards keeping its
+    newest record (by ``created_at``).
 
     >>> read_annotations("no-such-file.jsonl")
     Traceback (most recent call last):
@@ -114,8 +121,14 @@ def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotatio
     FileNotFoundError: no results file at no-such-file.jsonl
     """
     path = Path(path)
+    if path.is_dir():
+        return _read_folder(path, latest)
     if not path.is_file():
         raise FileNotFoundError(f"no results file at {path}")
+    return _read_file(path, latest)
+
+
+def _read_file(path: Path, latest: bool) -> list[Annotation]:
     found: dict[RecordKey, Annotation] = {}
     every: list[Annotation] = []
     for number, item, torn in _records(path):
@@ -124,7 +137,7 @@ def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotatio
                 warnings.warn(
                     f"{path}:{number}: skipped an unreadable record ({item})",
                     ResultsFileWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
             continue
         if latest:
@@ -132,6 +145,84 @@ def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotatio
         else:
             every.append(item)
     return list(found.values()) if latest else every
+
+
+def shard_paths(folder: str | Path) -> list[Path]:
+    """The results files in a results folder (``*.jsonl``, not recursive), sorted by name.
+
+    >>> shard_paths("no-such-folder")
+    []
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+
+
+def _read_folder(folder: Path, latest: bool) -> list[Annotation]:
+    shards = shard_paths(folder)
+    if not shards:
+        raise FileNotFoundError(
+            f"no results in folder {folder}: expected result shards (*.jsonl) as written by "
+            "`mast annotate --engine ray --out FOLDER`"
+        )
+    every = [ann for shard in shards for ann in _read_file(shard, latest)]
+    if not latest:
+        return every
+    found: dict[RecordKey, Annotation] = {}
+    for ann in every:
+        key = record_key(ann)
+        prior = found.get(key)
+        # Shards are written side by side, so "later in the file" means nothing across
+        # them: the newest record wins (a rerun's, or a retried failure's).
+        if prior is None or ann.created_at >= prior.created_at:
+            found[key] = ann  # dicts keep the first insertion's position
+    return list(found.values())
+
+
+def merge_results(sources: Iterable[str | Path], out: str | Path) -> int:
+    """Write the records of results files and folders into one results file, one record
+    per key (the newest; see :func:`read_annotations`); returns how many were written.
+
+    The file is written beside ``out`` and renamed over it, so a crash never leaves half a
+    file. ``out`` must not be one of the sources' shards.
+
+    >>> import tempfile, pathlib
+    >>> from mast.traces.model import FailureVector
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> ann = Annotation(trace_id="t1", status="ok", taxonomy="MAST 1.0", vector=FailureVector())
+    >>> for name in ("a.jsonl", "b.jsonl"):
+    ...     with ResultsStore(tmp / "shards" / name) as store:
+    ...         store.append(ann)
+    >>> merge_results([tmp / "shards"], tmp / "merged.jsonl")
+    1
+    """
+    out = Path(out)
+    found: dict[RecordKey, Annotation] = {}
+    for source in sources:
+        source = Path(source)
+        if source.resolve() == out.resolve() or out.resolve() in [
+            p.resolve() for p in shard_paths(source)
+        ]:
+            raise MastError(f"{out} is one of the inputs; write the merged file elsewhere")
+        for ann in read_annotations(source):
+            prior = found.get(record_key(ann))
+            if prior is None or ann.created_at >= prior.created_at:
+                found[record_key(ann)] = ann
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for ann in found.values():
+                handle.write(ann.model_dump_json().encode("utf-8") + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(out.parent)
+    return len(found)
 
 
 class ResultsStore:

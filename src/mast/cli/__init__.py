@@ -112,6 +112,7 @@ def _extra_commands() -> list[
     from mast.cli.demo import register as register_demo
     from mast.cli.export import register as register_export
     from mast.cli.label import register as register_label
+    from mast.cli.merge import register as register_merge
     from mast.cli.report import register as register_report
     from mast.cli.validate import register as register_validate
 
@@ -121,6 +122,7 @@ def _extra_commands() -> list[
         register_demo,
         register_export,
         register_label,
+        register_merge,
         register_report,
         register_validate,
     ]

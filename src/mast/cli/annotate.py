@@ -86,6 +86,13 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         if isinstance(judge, int):
             return judge
         judges.append(judge)
+    if args.engine == "ray":
+        from mast.cli.annotate_ray import annotate_on_ray
+
+        if len(judges) > 1:
+            print("mast: error: --engine ray runs one --model at a time", file=sys.stderr)
+            return 2
+        return annotate_on_ray(args, judges[0])
     if args.samples > 1 and not args.temperature and models != ["heuristic"]:
         print(
             "mast: note: --samples at temperature 0 gives near-identical samples; "
@@ -243,7 +250,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="sampling temperature (default 0; use more than 0 with --samples)",
     )
     p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
-    p.add_argument("--out", required=True, type=Path, help="results file (JSON Lines)")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="results file (JSON Lines); with --engine ray a folder of result shards",
+    )
     p.add_argument(
         "--concurrency", type=_positive_int, default=8, help="calls in flight (default 8)"
     )
@@ -317,5 +329,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "step) with one of: " + ", ".join(ATTRIBUTION_METHODS) + " (1 call; one call per "
         "step until the first error; about log2(steps) calls). Use its own --out file",
     )
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local (one process, default) or ray: workers on a Ray cluster writing one "
+        "shard each into the folder --out (pip install 'mast-annotator[ray]')",
+    )
+    p.add_argument(
+        "--address", default=None, help="Ray cluster address (default: start a local Ray)"
+    )
+    p.add_argument("--workers", type=_positive_int, default=2, help="Ray worker actors (default 2)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=_cmd_annotate)

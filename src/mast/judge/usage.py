@@ -40,6 +40,13 @@ class Usage(BaseModel):
         default=None, description="Generated tokens, including any hidden reasoning tokens."
     )
 
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output tokens; None when the input count was not reported."""
+        if self.input_tokens is None:
+            return None
+        return self.input_tokens + (self.output_tokens or 0)
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=_add(self.input_tokens, other.input_tokens),

@@ -116,6 +116,17 @@ class Provider(ABC):
             weakref.WeakKeyDictionary()
         )
 
+    def __getstate__(self) -> dict[str, Any]:
+        # SDK clients belong to one event loop of one process: a copy (e.g. a judge shipped
+        # to a Ray worker) makes its own on first use.
+        state = dict(self.__dict__)
+        state.pop("_clients", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = weakref.WeakKeyDictionary()
+
     @property
     def _api_key(self) -> str:
         return self.__api_key
