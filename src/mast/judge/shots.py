@@ -66,11 +66,9 @@ class Shots:
         if isinstance(fewshot, bool):
             raise TypeError("fewshot must be a number, a path or a list of examples, not a bool")
         if isinstance(fewshot, (str, Path)):
-            pool = _from_path(Path(fewshot), tax)
-            return cls._checked(pool, list(pool), explicit=True, notes=notes)
+            return cls._given(_from_path(Path(fewshot), tax))
         if fewshot is not None and not isinstance(fewshot, int):
-            pool = list(fewshot)
-            return cls._checked(pool, list(pool), explicit=True, notes=notes)
+            return cls._given(list(fewshot))
         if fewshot is not None and fewshot < 0:
             raise ValueError(f"fewshot must be >= 0, got {fewshot}")
         if fewshot == 0:
@@ -90,9 +88,10 @@ class Shots:
         return cls(bundled, _select(bundled, fewshot), count=fewshot, notes=notes)
 
     @classmethod
-    def _checked(cls, pool: list[Shot], chosen: list[Shot], **kw: object) -> Shots:
-        whole = [ex for ex in chosen if isinstance(ex, FewShotExample)]
-        notes = list(kw.pop("notes", []))  # type: ignore[call-overload]
+    def _given(cls, pool: list[Shot]) -> Shots:
+        """Examples given by the user: all shown, with a note on a skewed positive rate."""
+        whole = [ex for ex in pool if isinstance(ex, FewShotExample)]
+        notes: list[str] = []
         rate = positive_rate(whole)
         low, high = POSITIVE_RATE_RANGE
         if whole and not math.isnan(rate) and not low <= rate <= high:
@@ -101,7 +100,7 @@ class Shots:
                 f"majority labels mark about 20%, so keep it within {low:.0%}-{high:.0%} "
                 "to avoid skewing the judge"
             )
-        return cls(pool, chosen, explicit=True, notes=notes)
+        return cls(pool, list(pool), explicit=True, notes=notes)
 
     def for_trace(self, trace: Trace) -> Shots:
         """The choice for ``trace``: without examples whose own content is in the trace."""
