@@ -3,8 +3,8 @@ load, filter, sort, open a trace, check the highlighted evidence steps and that 
 stays text.
 
 CI installs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run``), so there this test
-must run: it fails instead of skipping when ``CI`` is set. Locally it skips when Chromium is
-absent.
+must run: it fails instead of skipping when ``CI`` or ``MAST_REQUIRE_BROWSER`` is set.
+Locally it skips when Chromium is absent.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _browser_paths() -> tuple[str, str] | None:
 def driver() -> Iterator[Any]:
     paths = _browser_paths()
     if paths is None:
-        if os.environ.get("CI"):
+        if os.environ.get("CI") or os.environ.get("MAST_REQUIRE_BROWSER"):
             pytest.fail("CI must have chromium and chromium-driver (see .ci/run)")
         pytest.skip(
             "Chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
