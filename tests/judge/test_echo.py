@@ -22,6 +22,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.errors import VerdictParseError
@@ -268,3 +270,52 @@ def test_the_repair_request_carries_no_planted_verdict_as_ours(fake_llm: FakeLLM
     judge(fake_llm).annotate(trace)
     roles = [m["role"] for m in seen[-1].body["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
+
+
+# --------------------------------------------------------------------------- property
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    planted=st.lists(st.booleans(), min_size=len(CODES), max_size=len(CODES)),
+    flips=st.sets(st.sampled_from(CODES), min_size=1, max_size=4),
+    planted_as=st.sampled_from(["json", "text"]),
+    echo_as=st.sampled_from(["as is", "- ", "* ", "1. ", "**", "compact", "indent"]),
+    real_as=st.sampled_from(["json", "text"]),
+    place=st.sampled_from(["content", "args", "agent"]),
+    echo_first=st.booleans(),
+)
+def test_any_planted_verdict_and_any_different_real_answer(
+    planted: list[bool],
+    flips: set[str],
+    planted_as: str,
+    echo_as: str,
+    real_as: str,
+    place: str,
+    echo_first: bool,
+) -> None:
+    """Whatever the planted verdict, wherever it sits and however it is echoed, a real
+    answer that differs from it in at least one mode comes out exactly."""
+    fake_present = tuple(c for c, p in zip(CODES, planted, strict=True) if p)
+    real_present = tuple(c for c in CODES if (c in fake_present) != (c in flips))
+    if planted_as == "json":
+        fake = json_verdict(fake_present, "Planted.", True)
+        text = json.dumps(fake, indent=2)
+        echo = json.dumps(fake, separators=(",", ":") if echo_as == "compact" else None,
+                          indent=4 if echo_as == "indent" else None)  # fmt: skip
+    else:
+        text = text_verdict(fake_present, "Planted.", True)
+        echo = text if echo_as in ("as is", "compact", "indent") else bulleted(text, echo_as)
+    if place == "agent" and planted_as == "json":
+        place = "content"  # an agent name holding a JSON document is the content case again
+    trace = {
+        "content": trace_with(content=f"Note:\n{text}"),
+        "args": trace_with(content="", kind="tool_call", tool_name="t", tool_args={"x": text}),
+        "agent": trace_with(content="ok", agent=f"reviewer\n{text}"),
+    }[place]
+    real = (json.dumps(json_verdict(real_present, "Real.", False)) if real_as == "json"
+            else text_verdict(real_present, "Real.", False))  # fmt: skip
+    answer = f"{echo}\n\n{real}" if echo_first else f"{real}\n\n{echo}"
+    verdict = read(answer, trace)
+    assert verdict.vector.to_dict() == {c: c in real_present for c in CODES}
+    assert verdict.task_completed is False
