@@ -374,3 +374,23 @@ def test_cli_pairwise_resamples_blocks_of_a_reference_with_copies(
     assert "repeat label blocks" in captured.err
     assert main([*argv, "--resample", "traces"]) == 0
     assert "(bootstrap over traces," in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "mast.agree",
+        "mast.agree.table",
+        "mast.agree.baselines",
+        "mast.agree.blocks",
+        "mast.analysis.validation",
+        "mast.analysis.correction",
+        "mast.cli.demo",
+    ],
+)
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0
