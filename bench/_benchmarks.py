@@ -46,6 +46,7 @@ class Config:
     bootstrap: int = 2000
     baseline_resamples: int = 100
     big_traces: int | None = None  # ~1 MB traces among the MAD-size ones (None: 1 in 50)
+    distributed_traces: int = 200
     profile: bool = True
     mode: str = "full"
 
@@ -62,6 +63,7 @@ class Config:
                 overhead_traces=30,
                 memory_bytes=20_000_000,
                 cost_traces=20,
+                distributed_traces=20,
                 bootstrap=200,
                 baseline_resamples=20,
                 mode=mode,
@@ -77,6 +79,7 @@ class Config:
             warmup=1,
             memory_bytes=2_000_000,
             cost_traces=4,
+            distributed_traces=4,
             agreement_traces=200,
             bootstrap=20,
             baseline_resamples=5,
@@ -579,6 +582,53 @@ def agreement(cfg: Config, official: Official, rows: list[Row], data: dict[str, 
     )
 
 
+# ------------------------------------------------------------------------ 7 ray engine
+def distributed(cfg: Config, official: Official, rows: list[Row], data: dict[str, Any]) -> None:
+    """mast's Ray engine with 1 and then 2 workers (a fresh local Ray instance each), on a
+    zero-latency server: the CPU-bound case, where a second process should help."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        rows.append(
+            Row("distributed", "Ray engine: 1 vs 2 workers", "not run: ray is not installed",
+                "n/a", "n/a", "reported", None, "pip install 'mast-annotator[ray]'")
+        )  # fmt: skip
+        return
+    work = _fresh(cfg.work / "distributed")
+    mad = work / "mad.json"
+    n = cfg.distributed_traces
+    stats = _corpus.write_mad_sized(mad, n, big=0)
+    results: dict[int, dict[str, Any]] = {}
+    with ServerProcess(latency=0.0, workdir=work) as server:
+        for workers in (1, 2):
+            results[workers] = python_child(
+                ["ray", "--data", str(mad), "--base-url", server.openai_base_url,
+                 "--model", cfg.model, "--fewshot", str(cfg.fewshot), "--concurrency", "8",
+                 "--workers", str(workers), "--workdir", str(_fresh(work / f"w{workers}"))]
+            ).result  # fmt: skip
+    one, two = results[1], results[2]
+    rate1, rate2 = n / one["working_s"], n / two["working_s"]
+    data["distributed"] = {"corpus": stats, "one_worker": one, "two_workers": two}
+    cores = os.cpu_count()
+    rows.append(
+        Row(
+            "distributed",
+            f"Ray engine: {n} MAD-size traces (median {stats['median_chars'] // 1000}k chars), "
+            f"zero-latency server, C=8 per worker, {cores} cores (the server's process "
+            "shares them)",
+            f"2 workers: {rate2:.1f} traces/s ({fmt_s(two['working_s'])} working, "
+            f"{fmt_s(two['wall_s'])} wall; {two['done']}/{n} ok)",
+            f"1 worker: {rate1:.1f} traces/s ({fmt_s(one['working_s'])} working, "
+            f"{fmt_s(one['wall_s'])} wall; {one['done']}/{n} ok)",
+            f"{rate2 / rate1:.2f}× the traces/s",
+            "reported",
+            None,
+            "traces/s over the time from the first worker ready to the last one done; wall "
+            "time adds Ray's worker start-up (imports); ray.init is not counted",
+        )
+    )
+
+
 ALL = {
     "throughput": throughput,
     "overhead": overhead,
@@ -586,4 +636,5 @@ ALL = {
     "cost": cost,
     "parser": parser,
     "agreement": agreement,
+    "distributed": distributed,
 }

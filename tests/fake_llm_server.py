@@ -337,6 +337,8 @@ class FakeLLMServer:
         self.max_in_flight = 0
         self.batch_polls = 1
         self.batch_error: Reply | None = None  # answer every batch-API request with this
+        # (max requests, max bytes) per batch, as the providers enforce (400 above them).
+        self.batch_limits: tuple[int, int] | None = None
         self.batch_requests: list[Recorded] = []
         self.batches: dict[str, dict[str, Any]] = {}
         self.files: dict[str, bytes] = {}
@@ -482,6 +484,15 @@ class FakeLLMServer:
         item.finished = time.monotonic()
         return reply, item
 
+    def _check_batch_limits(self, count: int, size: int) -> None:
+        if self.batch_limits is not None:
+            most, biggest = self.batch_limits
+            if count > most or size > biggest:
+                raise ValueError(
+                    f"batch of {count} requests / {size} bytes exceeds the limit of "
+                    f"{most} requests / {biggest} bytes"
+                )
+
     def _openai_batch_create(self, body: dict[str, Any]) -> dict[str, Any]:
         batch_id = f"batch_fake{next(_ids):06d}"
         now = int(time.time())
@@ -490,6 +501,7 @@ class FakeLLMServer:
         if data is None:
             raise KeyError(f"no file {body.get('input_file_id')!r}")
         lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+        self._check_batch_limits(len(lines), len(data))
         batch = {
             "id": batch_id,
             "object": "batch",
@@ -587,6 +599,7 @@ class FakeLLMServer:
     def _anthropic_batch_create(self, body: dict[str, Any]) -> dict[str, Any]:
         batch_id = f"msgbatch_fake{next(_ids):06d}"
         requests = list(body.get("requests") or [])
+        self._check_batch_limits(len(requests), len(json.dumps(body).encode("utf-8")))
         now = time.time()
         batch = {
             "id": batch_id,

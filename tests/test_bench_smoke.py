@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = {"throughput", "overhead", "memory", "cost", "parser", "agreement"}
+BENCHMARKS = {"throughput", "overhead", "memory", "cost", "parser", "agreement", "distributed"}
 
 
 @pytest.mark.slow

@@ -261,3 +261,76 @@ def test_auth_failure_of_the_batch_api_stops_the_run(
     assert run.summary.not_attempted == ["t0", "t1", "t2"]
     assert not out.exists() or mast.read_annotations(out) == []
     assert fake_llm.completions == [] and fake_llm.batches == {}
+
+
+@pytest.mark.parametrize("model", PROVIDERS)
+def test_batches_are_split_to_the_provider_limits(
+    fake_llm: FakeLLMServer, tmp_path: Path, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that refuses batches over 3 requests (or over the byte limit) gets several
+    batches within both limits, and every trace is answered by batch."""
+    from mast.bulk.batch import AnthropicBatch, OpenAIBatch
+
+    fake_llm.default = Reply.text(ANSWER)
+    judge = judge_for(fake_llm, model)
+    probe = OpenAIBatch(judge.provider, "m")  # type: ignore[arg-type]
+    one = max(
+        probe.request_size("x" * 64, judge.provider.request_body(p, judge.call_config))  # type: ignore[union-attr,arg-type]
+        for p in [judge.render(t) for t in synthetic(8)]
+    )
+    # At most 3 requests per batch, and bytes for two and a half requests: both limits bite.
+    fake_llm.batch_limits = (3, one * 5 // 2)
+    for cls in (OpenAIBatch, AnthropicBatch):
+        monkeypatch.setattr(cls, "max_requests", 3)
+        monkeypatch.setattr(cls, "max_bytes", one * 5 // 2)
+    run = run_batch(judge, synthetic(8), tmp_path)
+    assert all(a.ok for a in run) and len(run) == 8
+    assert fake_llm.completions == []  # nothing fell back to live calls
+    assert len(fake_llm.batches) == len(run.summary.batches) == 4  # 2 + 2 + 2 + 2
+    assert run.summary.batch_items == 8
+
+
+@pytest.mark.parametrize("model", PROVIDERS)
+def test_every_part_of_a_split_batch_is_collected_after_a_crash(
+    fake_llm: FakeLLMServer, tmp_path: Path, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mast.bulk.batch import AnthropicBatch, OpenAIBatch
+
+    for cls in (OpenAIBatch, AnthropicBatch):
+        monkeypatch.setattr(cls, "max_requests", 2)
+    fake_llm.default = Reply.text(ANSWER)
+    fake_llm.batch_polls = 10_000  # parts stay "in progress" while the first run waits
+    out = tmp_path / "r.jsonl"
+    state = batch_state_path(out)
+    judge = judge_for(fake_llm, model)
+
+    async def crash() -> None:
+        task = asyncio.ensure_future(
+            aannotate_many(
+                synthetic(5),
+                judge,
+                out=out,
+                cache=tmp_path / "cache",
+                batch=True,
+                batch_poll_interval=0.02,
+                progress=False,
+            )
+        )
+        for _ in range(500):
+            if state.exists() and len(BatchState(state).entries) == 3:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await judge.aclose()
+
+    asyncio.run(crash())
+    entries = BatchState(state).entries
+    assert [len(e.keys) for e in entries] == [2, 2, 1]  # every part is remembered
+    fake_llm.batch_polls = 0
+    run = run_batch(judge, synthetic(5), tmp_path)
+    assert all(a.ok for a in run)
+    assert len(fake_llm.batches) == 3  # the three parts were collected, none submitted again
+    assert run.summary.batch_items == 5 and not state.exists()
+    assert fake_llm.completions == []

@@ -68,7 +68,15 @@ class _ItemFailure(Exception):
 
 
 class BatchBackend(ABC):
-    """Submit, poll and read one provider's batch jobs."""
+    """Submit, poll and read one provider's batch jobs.
+
+    ``max_requests`` and ``max_bytes`` are the provider's limits for one batch; the runner
+    submits larger work as several batches (:meth:`split`), each remembered on its own so
+    that a rerun collects every part that was submitted.
+    """
+
+    max_requests: int = 50_000
+    max_bytes: int = 200 * 1024 * 1024
 
     def __init__(self, provider: Provider, model: str) -> None:
         self.provider = provider
@@ -94,6 +102,27 @@ class BatchBackend(ABC):
                 retryable=True,
             )
         return self._translate(failure)
+
+    def request_size(self, custom_id: str, body: dict[str, Any]) -> int:
+        """Bytes one request adds to a batch (its JSON line, with a margin for framing)."""
+        return len(json.dumps({"custom_id": custom_id, "body": body}).encode("utf-8")) + 128
+
+    def split(
+        self, requests: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[list[tuple[str, dict[str, Any]]]]:
+        """``requests`` cut into batches within ``max_requests`` and ``max_bytes``, in order.
+        A single request larger than ``max_bytes`` goes alone (the provider will refuse it,
+        and its trace then gets an error record instead of holding up the others)."""
+        parts: list[list[tuple[str, dict[str, Any]]]] = []
+        size = 0
+        for cid, body in requests:
+            need = self.request_size(cid, body)
+            if not parts or len(parts[-1]) >= self.max_requests or size + need > self.max_bytes:
+                parts.append([])
+                size = 0
+            parts[-1].append((cid, body))
+            size += need
+        return parts
 
     @abstractmethod
     async def submit(self, requests: Sequence[tuple[str, dict[str, Any]]]) -> str:
@@ -205,6 +234,9 @@ class OpenAIBatch(BatchBackend):
 
 class AnthropicBatch(BatchBackend):
     """Anthropic Message Batches."""
+
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
 
     async def submit(self, requests: Sequence[tuple[str, dict[str, Any]]]) -> str:
         anthropic = import_sdk("anthropic", self.provider.install)

@@ -482,8 +482,9 @@ class _Runner:
             if not requests:
                 self.stop("budget", exhausted or "no request fits the budget")
                 return pending
-            entry = await self.submit(backend, state, requests)
-            await self.collect(backend, state, entry)
+            # Within the provider's limits: several batches, each in the state file when sent.
+            for entry in [await self.submit(backend, state, p) for p in backend.split(requests)]:
+                await self.collect(backend, state, entry)
         if pending and self.stopped is None:
             # Rounds used up (long chains of windows or repairs): finish with live calls.
             self.live_keys.update(self.deferred)

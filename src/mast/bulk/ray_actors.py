@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -182,6 +183,7 @@ class WorkerActor:
 
         done = set(skip)
         report: dict[str, Any] = {
+            "started_at": time.time(),  # after start-up and imports: for throughput figures
             "worker": self.index,
             "pid": os.getpid(),
             "shard": str(self.shard),
@@ -245,6 +247,7 @@ class WorkerActor:
         summary = asdict(run.summary)
         summary["failed"] = dict(run.summary.failed)
         report["summary"] = summary
+        report["ended_at"] = time.time()
         return report
 
 
