@@ -379,7 +379,7 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
     Mode columns use pandas' nullable ``boolean`` dtype, so unknown stays ``<NA>``, never
     False. Accepts annotations or the path of a results file; a key present more than once
     keeps its last record. Annotations by different judges of the same trace give one row
-    each (tell them apart by the ``model`` column).
+    each (tell them apart by the ``judge`` column, and samples of one judge by ``sample``).
     """
     import pandas as pd
 
@@ -401,6 +401,8 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
             # "judge", not "model": a trace's own "model" field (the LLM behind the traced
             # agents) is joined onto this frame by analysis and must not collide with it.
             "judge": f"{provider}/{model}" if provider and model and provider != model else model,
+            # Repeated judgments (Judge(samples=K)) of one judge: 0, 1, … K-1.
+            "sample": ann.judge.get("sample") or 0,
             "status": ann.status,
             "error": ann.error,
         }
@@ -420,6 +422,7 @@ def to_frame(annotations: Iterable[Annotation] | str | Path) -> pd.DataFrame:
     columns = [
         "trace_id",
         "judge",
+        "sample",
         "status",
         "error",
         *codes,
