@@ -147,3 +147,12 @@ def test_agreement_shows_self_consistency_beside_it(
     assert "pooled Cohen's kappa" in text
     assert "Self-consistency of 3 run(s) over 3 trace(s)" in text
     assert "flip rate 66.7%" in text
+
+
+def test_samples_are_refused_on_the_ray_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = ["annotate", str(tmp_path), "--model", "heuristic", "--out", str(tmp_path / "o"),
+               "--engine", "ray", "--samples", "2"]  # fmt: skip
+    assert main(command) == 2
+    assert "--samples needs the local engine" in capsys.readouterr().err

@@ -92,6 +92,12 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         if len(judges) > 1:
             print("mast: error: --engine ray runs one --model at a time", file=sys.stderr)
             return 2
+        if args.samples > 1:
+            # The Ray engine runs one judgment per trace; samples would silently be one.
+            print(
+                "mast: error: --samples needs the local engine (no --engine ray)", file=sys.stderr
+            )
+            return 2
         return annotate_on_ray(args, judges[0])
     if args.samples > 1 and not args.temperature and models != ["heuristic"]:
         print(
