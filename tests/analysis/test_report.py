@@ -270,3 +270,28 @@ def test_docstring_example_runs() -> None:
     for module in (mast.analysis.report, mast.analysis.explorer, mast.analysis.report_runs):
         result = doctest.testmod(module, raise_on_error=False)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_repeated_runs_show_self_consistency_and_grounded_share() -> None:
+    human = mast.datasets.example_traces()
+    judge = mast.Judge("heuristic")
+    first = [judge.annotate(t) for t in human]
+    # a second sample that flips one answer of the first trace
+    second = []
+    for i, ann in enumerate(first):
+        vector = ann.vector.to_dict()
+        if i == 0:
+            vector["2.1"] = not vector.get("2.1")
+        second.append(
+            ann.model_copy(
+                update={
+                    "judge": {**ann.judge, "sample": 1},
+                    "vector": mast.FailureVector(vector, codes=list(ann.vector)),
+                    "findings": {},
+                }
+            )
+        )
+    page = render_report({"samples": first + second}, traces=human, bootstrap=0)
+    assert "Self-consistency of the runs in samples" in page
+    assert "heuristic#1" in page and "beside the agreement with people" in page
+    assert "Positive answers with grounded evidence, per mode" in page

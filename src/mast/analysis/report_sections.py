@@ -148,6 +148,12 @@ def _summary(runs: Mapping[str, Sequence[Annotation]], traces: Sequence[Trace]) 
             ),
         )
     )
+    for name, anns in runs.items():
+        consistency = _self_consistency(anns)
+        if consistency is not None:
+            note, table = consistency
+            section.notes.append(f"{name}: {note}")
+            section.tables.append((f"Self-consistency of the runs in {name}", table))
     grounding = _grounding_table(runs)
     if grounding is not None:
         section.tables.append(
@@ -173,6 +179,26 @@ def _summary(runs: Mapping[str, Sequence[Annotation]], traces: Sequence[Trace]) 
             + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
         )
     return section
+
+
+def _self_consistency(anns: Sequence[Annotation]) -> tuple[str, _Table] | None:
+    """Samples or models of the same traces in one results file: how often they flip."""
+    from mast.agree.consensus import consensus
+
+    report = consensus(anns)
+    if not report.majority:
+        return None
+    note = (
+        f"{len(report.runs)} runs of {len(report.majority)} traces "
+        f"({', '.join(report.runs)}): flip rate {_pct(report.pooled_flip_rate)}, Fleiss kappa "
+        f"{_num(report.pooled_fleiss_kappa)}; runs that agree can share a mistake, so read "
+        "this beside the agreement with people"
+    )
+    rows = [
+        [code, str(m.n_traces), str(m.flips), _pct(m.flip_rate), _num(m.fleiss_kappa)]
+        for code, m in report.per_mode.items()
+    ]
+    return note, _Table(["mode", "traces", "flips", "flip rate", "Fleiss kappa"], rows)
 
 
 def _grounding_table(runs: Mapping[str, Sequence[Annotation]]) -> _Table | None:
