@@ -172,3 +172,20 @@ def test_docstring_example() -> None:
 
     result = doctest.testmod(mast.agree.attribution, raise_on_error=False)
     assert result.attempted >= 4 and result.failed == 0
+
+
+def test_two_runs_of_one_trace_in_one_file_are_reported() -> None:
+    def record(step: str) -> Annotation:
+        return Annotation(
+            trace_id="t",
+            status="ok",
+            taxonomy="MAST",
+            vector=FailureVector(),
+            decisive_error=DecisiveError(agent="A", step_id=step),
+        )
+
+    rep = attribution_accuracy(
+        [record("s1"), record("s3")], {"t": label("t", "A", "s3")}, bootstrap=0
+    )
+    assert rep.repeated == ["t"] and rep.overall["step"].correct == 1  # the last record
+    assert "more than one judge or method" in rep.to_text()

@@ -57,3 +57,25 @@ def test_bulk_run_is_resumable_and_cached(fake_llm: FakeLLMServer, tmp_path: Pat
     assert config_hash(attributor) != config_hash(
         Judge("openai/gpt-4.1", base_url=fake_llm.openai_base_url, api_key=KEY)
     )
+
+
+def test_step_by_step_through_the_batch_api(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
+    # Each step's question is a batch item; the next step's goes in the next round.
+    fake_llm.responder = step_by_step(2)
+    attributor = AttributionJudge(
+        Judge("openai/gpt-4.1", base_url=fake_llm.openai_base_url, api_key=KEY), "step-by-step"
+    )
+    run = mast.annotate_many(
+        [trace(3), trace(4)],
+        attributor,
+        out=tmp_path / "r.jsonl",
+        cache=tmp_path / "cache",
+        batch=True,
+        batch_poll_interval=0.01,
+        progress=False,
+    )
+    assert fake_llm.completions == []  # no live call
+    assert len(fake_llm.batch_requests) == 4  # s1 and s2 of each trace
+    assert [a.decisive_error.step_id for a in run if a.decisive_error] == ["s2", "s2"]
+    body = fake_llm.batch_requests[0].body
+    assert body["response_format"]["json_schema"]["name"] == "mast_attribution"

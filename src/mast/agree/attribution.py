@@ -169,6 +169,8 @@ class AttributionReport:
     excluded_past_end: list[str] = field(default_factory=list)
     not_predicted: list[str] = field(default_factory=list)
     unlabelled: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
+    """Traces with records of more than one judge or method (the last record was scored)."""
     agent_names: dict[str, str] = field(default_factory=dict)
     """Predicted agent names that matched a label only after normalisation → that label."""
     confidence: float = 0.95
@@ -241,6 +243,11 @@ class AttributionReport:
             )
         )
         lines.append(f"predicted but not labelled: {len(self.unlabelled)}")
+        if self.repeated:
+            lines.append(
+                f"{len(self.repeated)} trace(s) have records of more than one judge or method; "
+                "the last record of each was scored (give each run its own results file)"
+            )
         if self.agent_names:
             lines.append("agent names matched after normalisation (predicted -> label):")
             for raw, label in sorted(self.agent_names.items()):
@@ -273,6 +280,7 @@ class AttributionReport:
             "excluded_past_end": self.excluded_past_end,
             "not_predicted": self.not_predicted,
             "unlabelled": self.unlabelled,
+            "repeated": self.repeated,
             "agent_names": self.agent_names,
             "traces": self.rows,
         }
@@ -333,6 +341,7 @@ def attribution_accuracy(
         raise ValueError(f"within must be >= 0, got {within}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    repeated: list[str] = []
     if isinstance(predictions, Mapping):
         preds = {str(k): _prediction(v) for k, v in predictions.items()}
     else:
@@ -340,6 +349,8 @@ def attribution_accuracy(
         for ann in predictions:
             if not isinstance(ann, Annotation):
                 raise TypeError(f"expected Annotation records, got {type(ann).__name__}")
+            if ann.trace_id in preds:
+                repeated.append(ann.trace_id)
             preds[ann.trace_id] = ann.decisive_error
     labelled = dict(labels) if isinstance(labels, Mapping) else attribution_labels(labels)
 
@@ -400,6 +411,7 @@ def attribution_accuracy(
         excluded_past_end=excluded,
         not_predicted=not_predicted,
         unlabelled=unlabelled,
+        repeated=sorted(set(repeated)),
         agent_names=names,
         confidence=confidence,
         bootstrap=bootstrap,

@@ -71,7 +71,8 @@ class DecisiveError(BaseModel):
     )
     calls: int | None = Field(
         default=None,
-        description="Provider calls the method made (0 for a verdict's own answer).",
+        description="Provider calls the method asked (repairs and answers from the response "
+        "cache included; None for a verdict's own answer, which needs no extra call).",
     )
 
     @property
