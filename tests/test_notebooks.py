@@ -45,10 +45,12 @@ def test_notebook_is_committed_with_outputs_of_one_clean_run(name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_executes(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_executes(name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     book = _read(name)
     # The kernel is a child process: make the checkout's mast importable there and keep it
-    # offline (no Hugging Face downloads, no provider keys).
+    # offline (no Hugging Face downloads, no provider keys). Its response cache goes to a
+    # temporary folder, not the user's ~/.cache/mast (annotate_many caches by default).
+    monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
