@@ -51,6 +51,7 @@ from mast.judge.budget import (
 from mast.judge.echo import Planted, folded_fields
 from mast.judge.grounding import EvidencePolicy, ground
 from mast.judge.helpers import run_sync as _run_sync
+from mast.judge.offload import off_loop
 from mast.judge.parse import find_planted, parse_response
 from mast.judge.pricing import PricesLike, PriceTable, price_table
 from mast.judge.prompts import (
@@ -360,7 +361,8 @@ class Judge:
         try:
             # Secrets go before anything is rendered: the prompt, the answer's quotes and
             # the grounding of its evidence all refer to the same redacted text.
-            redacted, redactions = self._redactor.redact_trace(trace)
+            size = trace.text_length  # long traces are prepared off the event loop
+            redacted, redactions = await off_loop(size, self._redactor.redact_trace, trace)
             annotation = await self._aannotate(redacted)
             if redactions:
                 annotation.redactions = redactions
@@ -372,8 +374,7 @@ class Judge:
         start = time.perf_counter()
         if self._provider is None:
             return self._heuristic(trace, start)
-        ctx = self._context(trace)
-        prompt = render(trace, taxonomy=self.taxonomy, examples=ctx.examples, system=ctx.system)
+        ctx, prompt = await off_loop(trace.text_length, self._prepare, trace)
         budget = self._prompt_budget()
         if prompt.estimated_tokens(chars_per_token=self._chars_per_token) <= budget:
             try:
@@ -387,6 +388,10 @@ class Judge:
         return await self._windowed(trace, ctx, start, budget=budget, retries=0, reason=None)
 
     # ------------------------------------------------------------------ internals
+    def _prepare(self, trace: Trace) -> tuple[_Context, Prompt]:
+        ctx = self._context(trace)
+        return ctx, render(trace, taxonomy=self.taxonomy, examples=ctx.examples, system=ctx.system)
+
     def _prompt_budget(self) -> int:
         limit = self.context_tokens - self._output_reserve
         return int(min(limit, self.max_input_tokens or limit) * _SAFETY)
@@ -423,8 +428,11 @@ class Judge:
         outcome.usage = outcome.usage + completion.usage
         self._learn(prompt, completion.usage)
         raws = [completion.text]
-        planted = find_planted([prompt.user, *folded_fields(trace)], self.taxonomy)
-        verdict, problem = self._parse(completion, prompt, planted)
+        size = prompt.text_length
+        planted = await off_loop(
+            size, find_planted, [prompt.user, *folded_fields(trace)], self.taxonomy
+        )
+        verdict, problem = await off_loop(size, self._parse, completion, prompt, planted)
         repairs = 0
         while verdict is None and repairs < self.repair_attempts:
             repairs += 1
@@ -447,14 +455,15 @@ class Judge:
             outcome.completions.append(completion)
             outcome.usage = outcome.usage + completion.usage
             raws.append(completion.text)
-            verdict, problem = self._parse(completion, prompt, planted)
+            verdict, problem = await off_loop(size, self._parse, completion, prompt, planted)
         outcome.raw = raws[-1] if verdict is not None else "\n\n--- repair ---\n\n".join(raws)
         if verdict is None:
             outcome.status = "parse_error"
             outcome.error = f"answer unreadable after {repairs} repair request(s): {problem}"
             return outcome
         outcome.status = "ok"
-        outcome.verdict = ground_attribution(self._ground(verdict, trace), trace)
+        grounded = await off_loop(size, self._ground, verdict, trace)
+        outcome.verdict = ground_attribution(grounded, trace)
         return outcome
 
     def _ground(self, verdict: Verdict, trace: Trace) -> Verdict:

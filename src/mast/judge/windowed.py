@@ -19,6 +19,7 @@ from mast.judge.attribution_grounding import merge_window_attribution
 from mast.judge.budget import (
     _MAX_CONTEXT_RETRIES,
 )
+from mast.judge.offload import off_loop
 from mast.judge.prompts import (
     Prompt,
     WindowInfo,
@@ -137,7 +138,9 @@ async def annotate_in_windows(
         info = WindowInfo(
             index=index, count=len(spans), first=steps[0].id, last=steps[-1].id, total=total
         )
-        prompt = render(
+        prompt = await off_loop(
+            sum(len(s.content) for s in steps),  # a long window renders in a worker thread
+            render,
             trace,
             taxonomy=judge.taxonomy,
             examples=ctx.examples,
