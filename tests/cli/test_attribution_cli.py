@@ -89,3 +89,35 @@ def test_agree_attribution_without_labels_is_an_error(
     out.write_text("")
     assert main(["agree", "--attribution", "--reference", str(chat), "--candidate", str(out)]) == 2
     assert "carries attribution labels" in capsys.readouterr().err
+
+
+def test_annotate_attribution_reports_what_it_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_llm_server import FakeLLMServer, Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cli-attribution-0000000000")
+    body = {"found": True, "agent": "WebSurfer", "step_id": "s2", "reason": "r", "quote": ""}
+    with FakeLLMServer() as server:
+        server.default = Reply.text(json.dumps(body))
+        out = tmp_path / "a.jsonl"
+        code = main(
+            [
+                "annotate",
+                str(FIXTURES / "Hand-Crafted"),
+                "--model",
+                "openai/gpt-4.1",
+                "--base-url",
+                server.openai_base_url,
+                "--attribution",
+                "all-at-once",
+                "--out",
+                str(out),
+                "--no-cache",
+                "-q",
+            ]
+        )
+        assert code == 0 and len(server.completions) == 5  # one call per run
+    text = capsys.readouterr().out
+    assert "5 provider call(s)" in text
+    assert "all-at-once: decisive error named for 5 of 5 trace(s)" in text

@@ -208,6 +208,12 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
         return 130
     summary = run.summary
     print(summary.format())
+    if args.attribution:
+        named = sum(1 for a in run if a.decisive_error is not None)
+        print(
+            f"{args.attribution}: decisive error named for {named} of {len(run)} trace(s); "
+            f"score it with: mast agree --attribution --reference … --candidate {args.out}"
+        )
     if summary.stopped:
         print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
         print(
