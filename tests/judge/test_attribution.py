@@ -311,3 +311,19 @@ def test_docstring_examples() -> None:
     ]
     assert sum(r.attempted for r in results) >= 8
     assert sum(r.failed for r in results) == 0
+
+
+def test_evidence_policy_unknown_makes_an_ungrounded_decisive_error_unknown(
+    fake_llm: FakeLLMServer,
+) -> None:
+    bad = {**DECISIVE, "step_id": "s9"}
+    fake_llm.default = Reply.text(answer({}, decisive=bad))
+    flagged = judge(fake_llm).annotate(run())
+    assert flagged.decisive_error is not None and flagged.decisive_error.grounded is False
+    strict = judge(fake_llm, ungrounded="unknown").annotate(run())
+    assert strict.decisive_error is None
+    assert any("made unknown" in p for p in strict.problems)
+    good = {**DECISIVE}
+    fake_llm.default = Reply.text(answer({}, decisive=good))
+    kept = judge(fake_llm, ungrounded="unknown").annotate(run())
+    assert kept.decisive_error is not None and kept.decisive_error.grounded is True

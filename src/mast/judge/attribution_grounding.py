@@ -33,12 +33,14 @@ from mast.traces.model import Trace
 __all__ = ["ground_attribution", "merge_window_attribution"]
 
 
-def ground_attribution(verdict: Verdict, trace: Trace) -> Verdict:
+def ground_attribution(verdict: Verdict, trace: Trace, *, policy: str = "flag") -> Verdict:
     """Check first steps, agents and the decisive error against ``trace``.
 
     A first step that is not a step of the trace is reported in ``problems``; the decisive
     error gets ``grounded`` and ``problem`` (its step must exist, its quote occur in that
-    step, its agent be one of the trace's agents). Values are never changed or dropped.
+    step, its agent be one of the trace's agents). Values are not changed, except under the
+    evidence policy ``"unknown"`` (``Judge(ungrounded="unknown")``), where an ungrounded
+    decisive error becomes unknown (``None``, with a note), as ungrounded modes do.
     """
     ids = {s.id: s for s in trace.steps}
     agents = {normalize_agent(s.agent) for s in trace.steps if s.agent}
@@ -80,6 +82,12 @@ def ground_attribution(verdict: Verdict, trace: Trace) -> Verdict:
         )
         if problem:
             problems.append(f"grounding: decisive error: {problem}")
+            if policy == "unknown":
+                problems.append(
+                    f"decisive error ({error.agent} at {error.step_id}) made unknown: not "
+                    "grounded and the evidence policy is ungrounded='unknown'"
+                )
+                error = None
     return verdict.model_copy(update={"decisive_error": error, "problems": problems})
 
 

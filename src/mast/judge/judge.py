@@ -462,12 +462,14 @@ class Judge:
             outcome.error = f"answer unreadable after {repairs} repair request(s): {problem}"
             return outcome
         outcome.status = "ok"
-        grounded = await off_loop(size, self._ground, verdict, trace)
-        outcome.verdict = ground_attribution(grounded, trace)
+        outcome.verdict = await off_loop(size, self._ground, verdict, trace)
         return outcome
 
     def _ground(self, verdict: Verdict, trace: Trace) -> Verdict:
-        return ground(verdict, trace, drop_ungrounded=self.drop_ungrounded, policy=self.ungrounded)
+        grounded = ground(
+            verdict, trace, drop_ungrounded=self.drop_ungrounded, policy=self.ungrounded
+        )
+        return ground_attribution(grounded, trace, policy=self.ungrounded)
 
     def _parse(
         self, completion: Completion, prompt: Prompt, planted: Planted
