@@ -70,7 +70,10 @@ def test_samples_make_k_records_and_k_paid_calls_per_trace(
     assert run.summary.done == 6 and run.summary.calls == 6
     assert len(read_annotations(out)) == 6
     frame = mast.to_frame(out)
-    assert list(frame["sample"]) == [0, 1, 2, 0, 1, 2]
+    # rows in file order (sample by sample), one per trace and sample
+    assert sorted(zip(frame.index, frame["sample"], strict=True)) == [
+        ("t0", 0), ("t0", 1), ("t0", 2), ("t1", 0), ("t1", 1), ("t1", 2)
+    ]  # fmt: skip
     # the same command again: everything resumes from the results file, no call
     again = annotate_many(traces(2), judge_for(fake_llm, samples=3), out=out, cache=cache,
                           progress=False)  # fmt: skip
