@@ -28,6 +28,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mast.judge.regex_prefix import literal_prefixes
+
 __all__ = ["DEFAULT_PATTERNS", "SecretPattern", "placeholder"]
 
 
@@ -63,6 +65,10 @@ class SecretPattern:
     check: Callable[[str], bool] | None = None
     caseless: bool = False
     locate: Locate | None = None
+    needles: tuple[str, ...] | None = None
+    """Literal strings one of which every match starts with (found from the regex by
+    :func:`literal_prefixes`): a text holding none of them is skipped without running the
+    regex, which is most texts for most patterns."""
 
     @classmethod
     def make(
@@ -86,11 +92,13 @@ class SecretPattern:
         for number in group if isinstance(group, tuple) else (group,):
             if number > regex.groups:
                 raise ValueError(f"pattern {pattern!r} has no group {number}")
-        return cls(kind, regex, group, check, caseless, locate)
+        return cls(kind, regex, group, check, caseless, locate, literal_prefixes(regex))
 
     def spans(self, text: str, haystack: str) -> list[tuple[int, int]]:
         """Where the secrets of this pattern are in ``text`` (matched on ``haystack``, the
         text or its lower-cased copy of the same length)."""
+        if self.needles is not None and not any(n in haystack for n in self.needles):
+            return []  # cheap literal pre-check: no match can start anywhere in this text
         groups = self.group if isinstance(self.group, tuple) else (self.group,)
         out: list[tuple[int, int]] = []
         for match in self.regex.finditer(haystack):
