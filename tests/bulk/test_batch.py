@@ -286,7 +286,8 @@ def test_batches_are_split_to_the_provider_limits(
     run = run_batch(judge, synthetic(8), tmp_path)
     assert all(a.ok for a in run) and len(run) == 8
     assert fake_llm.completions == []  # nothing fell back to live calls
-    assert len(fake_llm.batches) == len(run.summary.batches) == 4  # 2 + 2 + 2 + 2
+    # Traces are taken 3 at a time (max_requests) and each slice cut to 2 + 1 by bytes.
+    assert len(fake_llm.batches) == len(run.summary.batches) == 5  # 2+1, 2+1, 2
     assert run.summary.batch_items == 8
 
 
@@ -296,18 +297,23 @@ def test_every_part_of_a_split_batch_is_collected_after_a_crash(
 ) -> None:
     from mast.bulk.batch import AnthropicBatch, OpenAIBatch
 
-    for cls in (OpenAIBatch, AnthropicBatch):
-        monkeypatch.setattr(cls, "max_requests", 2)
     fake_llm.default = Reply.text(ANSWER)
     fake_llm.batch_polls = 10_000  # parts stay "in progress" while the first run waits
     out = tmp_path / "r.jsonl"
     state = batch_state_path(out)
     judge = judge_for(fake_llm, model)
+    probe = OpenAIBatch(judge.provider, "m")  # type: ignore[arg-type]
+    one = max(
+        probe.request_size("x" * 64, judge.provider.request_body(p, judge.call_config))  # type: ignore[union-attr,arg-type]
+        for p in [judge.render(t) for t in synthetic(3)]
+    )
+    for cls in (OpenAIBatch, AnthropicBatch):
+        monkeypatch.setattr(cls, "max_bytes", one * 3 // 2)  # one request per batch
 
     async def crash() -> None:
         task = asyncio.ensure_future(
             aannotate_many(
-                synthetic(5),
+                synthetic(3),
                 judge,
                 out=out,
                 cache=tmp_path / "cache",
@@ -327,10 +333,32 @@ def test_every_part_of_a_split_batch_is_collected_after_a_crash(
 
     asyncio.run(crash())
     entries = BatchState(state).entries
-    assert [len(e.keys) for e in entries] == [2, 2, 1]  # every part is remembered
+    assert [len(e.keys) for e in entries] == [1, 1, 1]  # every part is remembered
     fake_llm.batch_polls = 0
-    run = run_batch(judge, synthetic(5), tmp_path)
+    run = run_batch(judge, synthetic(3), tmp_path)
     assert all(a.ok for a in run)
     assert len(fake_llm.batches) == 3  # the three parts were collected, none submitted again
-    assert run.summary.batch_items == 5 and not state.exists()
+    assert run.summary.batch_items == 3 and not state.exists()
     assert fake_llm.completions == []
+
+
+def test_batch_mode_takes_one_batch_of_traces_at_a_time(
+    fake_llm: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pending traces are streamed: the runner reads the next batch's worth of traces only
+    after the previous batch was submitted and collected, never the whole input first."""
+    from mast.bulk.batch import OpenAIBatch
+
+    monkeypatch.setattr(OpenAIBatch, "max_requests", 2)
+    fake_llm.default = Reply.text(ANSWER)
+    seen_at: list[int] = []  # batches already created when each trace was read
+
+    def lazily() -> Any:
+        for trace in synthetic(5):
+            seen_at.append(len(fake_llm.batches))
+            yield trace
+
+    run = run_batch(judge_for(fake_llm, PROVIDERS[0]), lazily(), tmp_path)  # type: ignore[arg-type]
+    assert all(a.ok for a in run) and len(run) == 5
+    assert seen_at == [0, 0, 1, 1, 2]
+    assert len(fake_llm.batches) == 3 and fake_llm.completions == []

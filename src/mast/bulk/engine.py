@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 from mast.bulk.batch import (
@@ -450,12 +451,15 @@ class _Runner:
         self.batch_mode = True
         backend = batch_backend(self.judge.provider, self.judge.model_name)
         state = self.batch_state or BatchState(None)
-        pending = list(items)
-        try:
-            return await self._batch_rounds(backend, state, pending)
-        except _Stop:
-            # An authentication error from the batch API itself: what is left stays left.
-            return sorted(self.batch_pending, key=lambda item: item[0])
+        left: list[tuple[int, Trace]] = []
+        # One provider batch's worth of traces at a time, not the whole input in memory.
+        while self.stopped is None and (pending := list(islice(items, backend.max_requests))):
+            try:
+                left += await self._batch_rounds(backend, state, pending)
+            except _Stop:
+                # An authentication error from the batch API itself: what is left stays left.
+                left += self.batch_pending
+        return sorted(left, key=lambda item: item[0])
 
     async def _batch_rounds(
         self, backend: BatchBackend, state: BatchState, pending: list[tuple[int, Trace]]
