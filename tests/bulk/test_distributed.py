@@ -222,3 +222,29 @@ def test_cli_engine_ray_then_results_commands_read_the_folder(
     result = json.loads(capsys.readouterr().out)
     # The 10 MAD records carry o1 labels that the scripted judge reproduces.
     assert result["n_traces"] == 10 and result["pooled"]["kappa"] == pytest.approx(1.0)
+
+
+# Ray Data warns about its own deprecated settings when it starts (not ours to fix).
+@pytest.mark.filterwarnings("ignore:`use_:DeprecationWarning")
+def test_a_ray_dataset_of_trace_records_is_annotated(
+    cluster: None, tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    data = pytest.importorskip("ray.data", reason="Ray Data needs pyarrow")
+    fake_llm.responder = scripted
+    rows = [
+        {"id": f"d{n}", "messages": [{"role": "user", "content": f"Task number {n}: add."}]}
+        for n in range(12)
+    ]
+    run = distributed.annotate(
+        data.from_items(rows),
+        judge_for(fake_llm),
+        out=tmp_path / "results",
+        workers=2,
+        unit_size=4,
+        progress=False,
+    )
+    records = mast.read_annotations(tmp_path / "results")
+    assert run.summary.done == 12 and sorted(a.trace_id for a in records) == sorted(
+        r["id"] for r in rows
+    )
+    assert all(a.vector.positives == list(present_in(int(a.trace_id[1:]))) for a in records)
