@@ -159,6 +159,7 @@ def _judge(model: str, args: argparse.Namespace) -> Any:
         timeout=args.timeout,
         redact=redact,
         samples=args.samples,
+        answer=args.answer,
         **({"temperature": args.temperature} if args.temperature is not None else {}),
     )
     if args.attribution:
@@ -305,6 +306,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_input_options(p)
     p.add_argument("--prices", default=None, metavar="YAML", help="price overrides (USD/1M)")
     p.add_argument("--max-tokens", type=_positive_int, default=None, help="output token cap")
+    p.add_argument(
+        "--answer",
+        choices=("full", "compact"),
+        default="compact",
+        help="answer shape (default compact): compact writes absent modes as plain false and "
+        "gives evidence and a rationale only for present modes, far fewer output tokens but no "
+        "rationale for absent modes; full explains every mode. The two never share records",
+    )
     p.add_argument(
         "--timeout", type=_positive_float, default=300.0, help="seconds per call (default 300)"
     )

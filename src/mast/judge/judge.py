@@ -30,13 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from mast._version import __version__
-from mast.errors import (
-    AuthError,
-    ContextLengthError,
-    ProviderError,
-    VerdictParseError,
-)
+from mast.errors import AuthError, ContextLengthError, ProviderError, VerdictParseError
 from mast.judge.annotation import Annotation
+from mast.judge.answer_format import AnswerMode, answer_schema, answer_settings, check_answer
 from mast.judge.attribution_grounding import ground_attribution
 from mast.judge.budget import (
     _DEFAULT_OUTPUT,
@@ -70,7 +66,7 @@ from mast.judge.redact import Redactor
 from mast.judge.scrub import Scrubber, safe_url, url_credentials
 from mast.judge.shots import FewShot, Shot, Shots
 from mast.judge.usage import Usage
-from mast.judge.verdict import Verdict, verdict_json_schema
+from mast.judge.verdict import Verdict
 from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector, Trace
@@ -89,8 +85,6 @@ retry, time out or refuse (the bulk runner does all of that, once, for every pro
 _CALL_HOOK: contextvars.ContextVar[CallHook | None] = contextvars.ContextVar(
     "mast_call_hook", default=None
 )
-
-"""Context budget assumed for models not in the table below."""
 
 
 class Judge:
@@ -143,6 +137,9 @@ class Judge:
         :mod:`mast.judge.redact`) with ``[REDACTED:<kind>]`` before it is rendered: ``True``
         (default), ``False``, or a :class:`~mast.judge.redact.Redactor` with your own patterns.
         The judge's own API key is removed from traces even with ``redact=False``.
+    answer:
+        ``"full"`` (every mode with evidence and rationale) or ``"compact"`` (absent modes are
+        ``false``: far fewer output tokens); see :mod:`mast.judge.answer_format`.
     """
 
     def __init__(
@@ -165,6 +162,7 @@ class Judge:
         structured_output: StructuredMode = "auto",
         timeout: float | None = 300.0,
         redact: bool | Redactor = True,
+        answer: AnswerMode = "full",
     ) -> None:
         if repair_attempts < 0:
             raise ValueError(f"repair_attempts must be >= 0, got {repair_attempts}")
@@ -172,7 +170,7 @@ class Judge:
             raise ValueError(f"context_tokens must be at least 1024, got {context_tokens}")
         check_options(ungrounded=ungrounded, max_input_tokens=max_input_tokens, samples=samples)
         self.ungrounded, self.max_input_tokens = ungrounded, max_input_tokens
-        self.samples, self.sample = samples, 0
+        self.samples, self.sample, self.answer = samples, 0, check_answer(answer)
         self.model = model
         self.taxonomy = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
         self.temperature = temperature
@@ -219,7 +217,7 @@ class Judge:
             or (_REASONING_OUTPUT if reasoning else None)
             or (ANTHROPIC_MAX_TOKENS if self.provider_name == "anthropic" else None),
             # Compatible servers (vLLM, Ollama …) differ in $ref support: spell it out.
-            json_schema=verdict_json_schema(self.taxonomy, inline=base_url is not None),
+            json_schema=answer_schema(self.taxonomy, answer, inline=base_url is not None),
             timeout=timeout,
             structured=structured_output,
         )
@@ -234,7 +232,9 @@ class Judge:
         notes = self._notes + shots.notes[len(self._shots.notes) :]
         key = tuple(shots.ids)
         if key not in self._systems:
-            self._systems[key] = render_system(taxonomy=self.taxonomy, examples=shots.chosen)
+            self._systems[key] = render_system(
+                taxonomy=self.taxonomy, examples=shots.chosen, answer=self.answer
+            )
         return _Context(examples=shots.chosen, system=self._systems[key], notes=notes)
 
     def render(self, trace: Trace) -> Prompt:
@@ -290,6 +290,7 @@ class Judge:
             repair_attempts=self.repair_attempts,
             context_tokens=self.context_tokens,
             redact=self._redact_setting,
+            **answer_settings(self.answer),
         )
         if self.base_url is not None:
             info["base_url"] = safe_url(self.base_url)

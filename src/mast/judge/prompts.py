@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from mast.judge.answer_format import AnswerMode, check_answer, compact_answer
 from mast.judge.compact import compact_steps
 from mast.judge.excerpts import Excerpt
 from mast.judge.tokens import TokenCount, count_tokens
@@ -332,10 +333,13 @@ def render_system(
     *,
     taxonomy: Taxonomy | None = None,
     examples: Sequence[FewShotExample | Excerpt] = (),
+    answer: AnswerMode = "full",
 ) -> str:
     """The static part of the prompt: instructions, taxonomy, decision rules, worked
-    excerpts and whole-trace examples, answer format."""
+    excerpts and whole-trace examples, answer format (``answer``: the shape the answer
+    instructions and example answers are written in, see :mod:`mast.judge.answer_format`)."""
     tax = taxonomy or load_taxonomy()
+    shape = compact_answer if check_answer(answer) == "compact" else dict
     categories = [
         {
             "code": cat.code,
@@ -358,7 +362,7 @@ def render_system(
                 fence=_boundary(payload, salt="EXAMPLE"),
                 task=ex.task,
                 steps=steps,
-                answer=_answer_json(_example_answer(ex, tax)),
+                answer=_answer_json(shape(_example_answer(ex, tax))),
             )
         )
     return _Templates.render(
@@ -372,6 +376,7 @@ def render_system(
         excerpts=excerpts,
         examples=rendered_examples,
         codes=tax.codes,
+        answer=answer,
     )
 
 
@@ -424,6 +429,7 @@ def render(
     window: WindowInfo | None = None,
     system: str | None = None,
     compact: bool = True,
+    answer: AnswerMode = "full",
 ) -> Prompt:
     """Render the judge prompt for ``trace`` (or for ``steps`` of it, when windowing).
 
@@ -432,9 +438,14 @@ def render(
     :func:`render_system` with the same taxonomy and examples). The trace's outcome and
     labels are never shown to the judge. ``compact=False`` shows every step in full
     instead of referring repeats back to an earlier step (see :mod:`mast.judge.compact`).
+    ``answer`` is the answer shape the static part asks for (when it is rendered here).
     """
     tax = taxonomy or load_taxonomy()
-    system_text = system if system is not None else render_system(taxonomy=tax, examples=examples)
+    system_text = (
+        system
+        if system is not None
+        else render_system(taxonomy=tax, examples=examples, answer=answer)
+    )
     shown = list(trace.steps if steps is None else steps)
     rendered = _render_steps(shown, show_role=_shows_role(trace), compact=compact)
     context = _context_lines(trace)
