@@ -10,6 +10,23 @@ from fake_llm_server import FakeLLMServer
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(scope="session")
+def _cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mast-cache")
+
+
+@pytest.fixture(autouse=True)
+def _own_response_cache(
+    _cache_root: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test's default response cache is its own folder (made only if used), never the
+    user's ~/.cache/mast: annotate_many, mast validate and doctests open the default cache,
+    and subprocesses (wheel check, notebook kernels) inherit the variable. Tests that check
+    the default location set or delete MAST_CACHE_DIR themselves."""
+    name = "".join(c if c.isalnum() else "_" for c in request.node.nodeid)[-120:]
+    monkeypatch.setenv("MAST_CACHE_DIR", str(_cache_root / name))
+
+
 @pytest.fixture
 def fixtures() -> Path:
     """The folder of test fixtures (see fixtures/README.md for sources and licences)."""
