@@ -76,19 +76,19 @@ def test_in_flight_requests_never_exceed_concurrency(fake_llm: FakeLLMServer) ->
     assert [a.trace_id for a in run] == [f"t{i}" for i in range(12)]  # input order
 
 
-def test_throughput_is_close_to_n_l_over_c(fake_llm: FakeLLMServer) -> None:
+def test_calls_overlap_up_to_the_concurrency(fake_llm: FakeLLMServer) -> None:
+    # How close throughput comes to N*L/C is a benchmark (bench/), not a test: wall time on a
+    # shared machine is noise. What the runner must guarantee is that C calls are in flight
+    # at once, and never more, while every answer still takes its full latency.
     latency, n, c = 0.5, 32, 8
     judge = judge_for(fake_llm)
-    fake_llm.default = Reply.text(ANSWER)
-    annotate_many(synthetic(1, "warm"), judge, cache=False, progress=False)  # imports, client
     fake_llm.default = Reply.text(ANSWER, delay=latency)
     start = time.perf_counter()
     run = annotate_many(synthetic(n), judge, concurrency=c, cache=False, progress=False)
     elapsed = time.perf_counter() - start
-    ideal = n * latency / c
-    print(f"throughput: {n} traces, L={latency}s, C={c}: {elapsed:.2f}s vs ideal {ideal:.2f}s")
     assert all(a.ok for a in run)
-    assert ideal * 0.95 <= elapsed < 2.5 * ideal
+    assert fake_llm.max_in_flight == c
+    assert elapsed >= n * latency / c * 0.95  # no answer was skipped or served early
 
 
 # --------------------------------------------------------------------------- rate limits
