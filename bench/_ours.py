@@ -33,6 +33,7 @@ def judge(args: argparse.Namespace) -> mast.Judge:
         base_url=args.base_url,
         api_key="dummy-key-for-localhost",
         fewshot=args.fewshot,
+        answer=args.answer,
     )
 
 
@@ -303,6 +304,7 @@ def main() -> int:
     r.add_argument("--base-url", required=True)
     r.add_argument("--model", required=True)
     r.add_argument("--fewshot", type=int, default=2)
+    r.add_argument("--answer", choices=["full", "compact"], default="compact")
     r.add_argument("--concurrency", type=int, default=8)
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--workdir", required=True)
@@ -312,6 +314,7 @@ def main() -> int:
         p.add_argument("--base-url", required=True)
         p.add_argument("--model", required=True)
         p.add_argument("--fewshot", type=int, default=2)
+        p.add_argument("--answer", choices=["full", "compact"], default="compact")
         p.add_argument("--concurrency", type=int, default=32)
         p.add_argument("--workdir", required=True)
         p.add_argument("--profile", action="store_true")

@@ -164,8 +164,9 @@ def _quote(step_body: str) -> str:
     return ""
 
 
-def mast_answer(user_text: str) -> str:
-    """A verdict in mast's JSON shape, as long as the prompt's worked examples teach."""
+def mast_answer(user_text: str, *, compact: bool = False) -> str:
+    """A verdict in mast's JSON shape, as long as the prompt's worked examples teach; with
+    ``compact`` (the prompt asked for compact answers) an absent mode is just ``false``."""
     rng = _rng(user_text)
     present = _present(rng)
     headers = list(_STEP_HEADER.finditer(user_text))
@@ -181,6 +182,8 @@ def mast_answer(user_text: str) -> str:
                 "present": True,
                 "confidence": round(rng.uniform(0.6, 0.95), 2),
             }
+        elif compact:
+            modes[code] = False
         else:
             modes[code] = {
                 "evidence": [],
@@ -214,13 +217,17 @@ def official_answer(prompt: str) -> str:
     return "\n".join(lines)
 
 
+# A sentence only the compact answer format's instructions contain (judge/templates).
+_COMPACT_MARK = "A mode the trace does not show is just false."
+
+
 def answer_for(body: dict[str, Any]) -> tuple[str, str]:
     """(side, answer text): the answer format is the one the prompt asks for."""
     messages = body.get("messages") or []
     text = "\n".join(_content(m) for m in messages)
     if "Reply with one JSON object" in text or body.get("response_format"):
         user = "\n".join(_content(m) for m in messages if m.get("role") == "user")
-        return "ours", mast_answer(user)
+        return "ours", mast_answer(user, compact=_COMPACT_MARK in text)
     return "official", official_answer(text)
 
 
