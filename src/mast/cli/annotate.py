@@ -98,7 +98,7 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
                 "mast: error: --samples needs the local engine (no --engine ray)", file=sys.stderr
             )
             return 2
-        return annotate_on_ray(args, judges[0])
+        return annotate_on_ray(args, judges[0], _run_options(args))
     if args.samples > 1 and not args.temperature and models != ["heuristic"]:
         print(
             "mast: note: --samples at temperature 0 gives near-identical samples; "
@@ -176,29 +176,37 @@ def _judge(model: str, args: argparse.Namespace) -> Any:
     return judge
 
 
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The run settings both engines take from the command line (local and Ray)."""
+    from mast.bulk.types import RetryPolicy
+
+    return {
+        "out": args.out,
+        "concurrency": args.concurrency,
+        "rpm": args.rpm,
+        "tpm": args.tpm,
+        "retry_failed": args.retry_failed,
+        "budget_usd": args.budget,
+        "cache": False if args.no_cache else (args.cache or True),
+        "retry": RetryPolicy(max_attempts=args.max_attempts),
+        "progress": not args.quiet,
+        "on_stop": "return",
+    }
+
+
 def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
     """Annotate ``traces`` with one judge (all its samples) and print the summary."""
-    from mast.bulk.runner import RetryPolicy, annotate_many
+    from mast.bulk.runner import annotate_many
 
     if args.batch and judge.model == "heuristic":
         print("mast: --batch ignored: the heuristic judge makes no calls", file=sys.stderr)
-    cache: str | bool = False if args.no_cache else (args.cache or True)
     try:
         run = annotate_many(
             traces,
             judge,
-            out=args.out,
-            concurrency=args.concurrency,
-            rpm=args.rpm,
-            tpm=args.tpm,
-            retry_failed=args.retry_failed,
-            budget_usd=args.budget,
-            cache=cache,
-            retry=RetryPolicy(max_attempts=args.max_attempts),
             batch=args.batch,
-            progress=not args.quiet,
-            on_stop="return",
             batch_poll_interval=args.batch_poll,
+            **_run_options(args),
         )
     except KeyboardInterrupt:
         print(

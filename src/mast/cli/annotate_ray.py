@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from mast.judge.judge import Judge
 
 __all__ = ["annotate_on_ray"]
 
 
-def annotate_on_ray(args: argparse.Namespace, judge: Judge) -> int:
-    """Run ``mast annotate`` with the Ray engine; returns the exit code."""
+def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, Any]) -> int:
+    """Run ``mast annotate`` with the Ray engine; ``options`` are the run settings the local
+    engine takes too (out, limits, cache, retries, progress). Returns the exit code."""
     from mast.bulk.distributed import annotate
-    from mast.bulk.types import RetryPolicy
 
     if args.batch:
         print(
@@ -24,25 +25,15 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge) -> int:
             file=sys.stderr,
         )
         return 2
-    cache: str | bool = False if args.no_cache else (args.cache or True)
     try:
         run = annotate(
             args.inputs,
             judge,
-            out=args.out,
             workers=args.workers,
             address=args.address,
-            concurrency=args.concurrency,
-            rpm=args.rpm,
-            tpm=args.tpm,
-            budget_usd=args.budget,
-            retry_failed=args.retry_failed,
-            cache=cache,
-            retry=RetryPolicy(max_attempts=args.max_attempts),
             format=args.format,
-            progress=not args.quiet,
             progress_stream=sys.stderr,
-            on_stop="return",
+            **options,
         )
     except KeyboardInterrupt:
         print(
