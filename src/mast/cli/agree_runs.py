@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mast.traces.model import to_bool
+
 __all__ = ["consensus_command", "self_consistency", "sweep_command"]
 
 _CODE = re.compile(r"^\d{1,2}\.\d{1,2}$")
@@ -92,23 +94,12 @@ def _cells(source: Any) -> dict[str, dict[str, bool | None]]:
     """``{trace_id: {code: bool | None}}`` from what :func:`read_labels` returns."""
     if isinstance(source, Mapping):
         return {
-            str(t): {str(c): _bool(v) for c, v in dict(vec).items()} for t, vec in source.items()
+            str(t): {str(c): to_bool(v) for c, v in dict(vec).items()} for t, vec in source.items()
         }
     out: dict[str, dict[str, bool | None]] = {}
     for row in source:
         vector = row.get("vector") if isinstance(row.get("vector"), Mapping) else row
         out[str(row["trace_id"])] = {
-            str(k): _bool(v) for k, v in vector.items() if _CODE.match(str(k))
+            str(k): to_bool(v) for k, v in vector.items() if _CODE.match(str(k))
         }
     return out
-
-
-def _bool(value: object) -> bool | None:
-    if isinstance(value, bool) or value is None:
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "1.0", "true", "yes", "y"):
-        return True
-    if text in ("0", "0.0", "false", "no", "n"):
-        return False
-    return None
