@@ -116,6 +116,10 @@ def test_validate_against_the_local_openai_server_end_to_end(
     assert majority["constant_kappa"] >= majority["pooled_kappa"] - 1e-12
     assert data["cost_usd"] > 0 and data["cost_unknown"] == 0
     assert "openai/gpt-4o-mini" in (out / "report.md").read_text(encoding="utf-8")
+    # Validated in the shape mast annotate runs by default, and the report says so.
+    assert data["answer"] == "compact"
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["judge"]["answer"] for r in records} == {"compact"}
     # Rerun: resumed from results.jsonl, nothing paid twice.
     assert main(argv) == 0
     assert len([r for r in fake_llm.requests if r.is_completion]) == 4

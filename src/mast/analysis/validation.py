@@ -229,6 +229,7 @@ def validate(
     costs = [a.cost_usd for a in annotations]
     report = ValidationReport(
         model=judge.model,
+        answer=judge.answer,
         dataset=name,
         n_traces=len(labelled),
         reports=reports,

@@ -43,6 +43,7 @@ class ValidationReport:
     failed: dict[str, list[str]]
     results_path: str | None = None
     notes: list[str] = field(default_factory=list)
+    answer: str = "full"
 
     @property
     def majority(self) -> AgreementReport:
@@ -134,7 +135,7 @@ class ValidationReport:
         if self.cost_unknown:
             cost += f" (+ {self.cost_unknown} annotation(s) of unknown cost)"
         out = [f"# Can `{self.model}` be trusted? Validation on {self.dataset}", ""]
-        out += [f"{self.n_traces} human-labelled traces; {cost}."]
+        out += [f"{self.n_traces} human-labelled traces; {self.answer} answers; {cost}."]
         if self.results_path:
             out[-1] += f" Annotations: `{self.results_path}` (a rerun resumes from it)."
         out.append("")
@@ -193,6 +194,7 @@ class ValidationReport:
             {
                 "kind": "validation",
                 "model": self.model,
+                "answer": self.answer,
                 "dataset": self.dataset,
                 "n_traces": self.n_traces,
                 "summary": self.summary_rows(),

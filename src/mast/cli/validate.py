@@ -50,6 +50,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
     p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
     p.add_argument(
+        "--answer",
+        choices=("full", "compact"),
+        default="compact",
+        help="answer shape (default compact, as mast annotate): validate the judge in the "
+        "shape you will run it in, since the two shapes may not give the same verdicts",
+    )
+    p.add_argument(
         "--budget", type=_non_negative_float, default=None, metavar="USD", help="spending cap"
     )
     p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight")
@@ -64,7 +71,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from mast.analysis.validation import validate
     from mast.judge.judge import Judge
 
-    judge = Judge(args.model, fewshot=args.fewshot, base_url=args.base_url)
+    judge = Judge(args.model, fewshot=args.fewshot, base_url=args.base_url, answer=args.answer)
     report = validate(
         judge,
         args.dataset,
