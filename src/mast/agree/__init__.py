@@ -24,7 +24,7 @@ The module is ``mast.agree`` (not ``mast.agreement``) so that the *function*
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -51,7 +51,12 @@ from mast.agree.base import (
     _taxonomy,
     _Undefined,
 )
-from mast.agree.baselines import BASELINES_MEANING, AgreementContext, agreement_context
+from mast.agree.baselines import (
+    BASELINES_MEANING,
+    AgreementContext,
+    agreement_context,
+    macro_modes,
+)
 from mast.agree.blocks import DuplicateLabelsWarning, duplicate_blocks, sum_by_unit
 from mast.agree.exclusions import Exclusions, _table_exclusions
 from mast.agree.render import ci_text, num
@@ -144,10 +149,12 @@ class AgreementReport(_Report):
     interval), accuracy, positive / negative specific agreement, prevalence in each source
     (on the compared cells), the 2x2 counts, and the unknown cells left out.  ``summary``
     has the merged verification row ``"3.2∨3.3"``, the ``"pooled"`` row (all cells) and the
-    ``"macro"`` row (mean of the defined per-mode values).  ``intervals`` has every
-    interval by method (percentile, BCa, Wald) with the number of undefined resamples.
-    ``context`` (:class:`~mast.agree.baselines.AgreementContext`) has what the pooled kappa
-    is printed beside: macro kappa over the modes with both classes, coverage, the constant
+    ``"macro"`` row: the mean of the per-mode values over the modes where the reference has
+    both classes on the scored cells (:func:`~mast.agree.baselines.macro_mean` says why a
+    one-class mode is left out).  ``intervals`` has every interval by method (percentile,
+    BCa, Wald) with the number of undefined resamples.  ``context``
+    (:class:`~mast.agree.baselines.AgreementContext`) has what the pooled kappa is printed
+    beside: the same macro kappa and interval as the ``macro`` row, coverage, the constant
     and chance baselines on the same cells, and kappa with unknown read as "no".
     """
 
@@ -388,6 +395,7 @@ def agreement(
         confidence=confidence,
         seed=seed,
         ci=ci,
+        macro_modes=macro_modes,
     )
     scored = [*rows, POOLED]
     frame["pos_agreement"] = frame["f1"]  # 2a / (2a + b + c): the same quantity as F1
@@ -400,10 +408,11 @@ def agreement(
         und.call(row, "kappa", stats.cohen_kappa_with_se, y1, y2, confidence=confidence)
         for row, (y1, y2) in zip(scored, columns, strict=True)
     ]
-    _set_kappa(frame, "kappa", kappas, m)
+    counts = features.sum(axis=0).astype(np.int64)
+    kept = macro_modes(counts[:m].astype(np.float64))
+    _set_kappa(frame, "kappa", kappas, m, kept)
     for metric in ("ac1", "pabak", "precision", "recall", "f1", "neg_agreement"):
         und.note(metric, [r for r in scored if np.isnan(frame.at[r, metric])])
-    counts = features.sum(axis=0).astype(np.int64)
     n_cells = int(counts[-1].sum())
     und.emit(
         f"agreement of {cand_name} with {ref_name}",
@@ -419,7 +428,9 @@ def agreement(
     frame["unknown_reference"] = [*unknown_r, unknown_r[:m].sum(), pd.NA]
     frame["unknown_candidate"] = [*unknown_c, unknown_c[:m].sum(), pd.NA]
     frame["unscored"] = [*unscored, unscored[:m].sum(), pd.NA]
-    frame = _finish_frame(frame, rows, tax, _BINARY_COLUMNS, _BINARY_COUNTS)
+    frame = _finish_frame(
+        frame, rows, tax, _BINARY_COLUMNS, _BINARY_COUNTS, "modes w/ both ref. classes"
+    )
 
     intervals = _interval_frame(frame, boot, _BINARY_CI, "kappa")
     excluded = _table_exclusions(
@@ -454,13 +465,24 @@ def agreement(
         ref.values,
         cand_on_ref,
         codes,
-        bootstrap=bootstrap,
+        bootstrap=0,  # its only interval, the macro one, is the table's (below)
         confidence=confidence,
         seed=seed,
         clusters=None if clusters is None else _cluster_numbers(ref.ids, clusters),
         ci=ci,
     )
-    notes = _notes(frame, codes, boot, len(ids), bootstrap, "kappa", ("AC1", "PABAK"))
+    # One macro kappa: the context shows the table's macro row (same definition and cells, so
+    # the same estimate; the interval is the table's, from resampling the compared traces).
+    macro_row = frame.loc[MACRO]
+    context = replace(
+        context,
+        macro_kappa=float(macro_row["kappa"]),
+        macro_low=float(macro_row["kappa_low"]),
+        macro_high=float(macro_row["kappa_high"]),
+    )
+    notes = _notes(
+        frame, codes, boot, len(ids), bootstrap, "kappa", ("AC1", "PABAK"), kept.tolist()
+    )
     if isinstance(reference, LabelSet) and reference.voters:
         tied = sum(len(v) for k, v in reference.ties.items() if k in ref_at)
         notes.append(

@@ -34,7 +34,8 @@ VERIFICATION = "3.2∨3.3"
 POOLED = "pooled"
 """Row of the statistic over all trace x mode cells pooled (the MAST paper's statistic)."""
 MACRO = "macro"
-"""Row of the unweighted mean over modes of the per-mode values that are defined."""
+"""Row of the unweighted mean over modes of the per-mode values (against a reference: over
+the modes where the reference has both classes, :func:`mast.agree.baselines.macro_mean`)."""
 
 CiMethod = Literal["percentile", "bca"]
 Tie = Literal["unknown", "present", "absent"]
@@ -163,23 +164,35 @@ def _mean_defined(values: FloatArray, axis: int = -1) -> FloatArray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _with_macro(n_modes: int) -> Callable[[dict[str, FloatArray]], dict[str, FloatArray]]:
-    """Append a macro row (mean of the defined per-mode values) after the other rows."""
+MacroModes = Callable[[FloatArray], npt.NDArray[np.bool_]]
+"""Given ``(..., modes, k)`` feature sums, which modes enter the macro row (see
+:func:`mast.agree.baselines.macro_modes`); ``None``: every mode with a defined value."""
 
-    def derive(metrics: dict[str, FloatArray]) -> dict[str, FloatArray]:
-        return {
-            name: np.concatenate([values, _mean_defined(values[..., :n_modes])[..., None]], axis=-1)
-            for name, values in metrics.items()
-        }
+
+def _with_macro(
+    n_modes: int, include: MacroModes | None
+) -> Callable[[dict[str, FloatArray], FloatArray], dict[str, FloatArray]]:
+    """Append a macro row (mean of the per-mode values of the ``include``d modes that are
+    defined) after the other rows; the modes are chosen on the sums at hand (each resample)."""
+
+    def derive(metrics: dict[str, FloatArray], sums: FloatArray) -> dict[str, FloatArray]:
+        keep = None if include is None else include(sums[..., :n_modes, :])
+        out = {}
+        for name, values in metrics.items():
+            per_mode = values[..., :n_modes]
+            if keep is not None:
+                per_mode = np.where(keep, per_mode, np.nan)
+            out[name] = np.concatenate([values, _mean_defined(per_mode)[..., None]], axis=-1)
+        return out
 
     return derive
 
 
 def _apply(
     metrics: Callable[[FloatArray], dict[str, FloatArray]],
-    derive: Callable[[dict[str, FloatArray]], dict[str, FloatArray]],
+    derive: Callable[[dict[str, FloatArray], FloatArray], dict[str, FloatArray]],
 ) -> Callable[[FloatArray], dict[str, FloatArray]]:
-    return lambda sums: derive(metrics(sums))
+    return lambda sums: derive(metrics(sums), sums)
 
 
 def _bootstrap_frame(
@@ -193,17 +206,19 @@ def _bootstrap_frame(
     confidence: float,
     seed: int | None,
     ci: str,
+    macro_modes: MacroModes | None = None,
 ) -> tuple[Intervals, Any]:
     """Bootstrap ``metrics`` over traces; a frame of the estimates and the ``ci`` intervals.
 
     ``rows`` are the per-mode rows (and merged verification); the frame adds the pooled and
     macro rows, and ``<metric>_low``/``<metric>_high`` columns for each of ``ci_metrics``.
+    ``macro_modes`` picks the modes the macro row averages (default: all with a value).
     (The frame is typed ``Any``: the reports fill it cell by cell and column by column with
     mixed values that pandas-stubs cannot follow.)
     """
     boot = bootstrap_intervals(
         features,
-        _apply(metrics, _with_macro(n_modes)),
+        _apply(metrics, _with_macro(n_modes, macro_modes)),
         n_resamples=bootstrap,
         confidence=confidence,
         rng=np.random.default_rng(seed),
@@ -216,11 +231,18 @@ def _bootstrap_frame(
 
 
 def _set_kappa(
-    frame: pd.DataFrame, column: str, estimates: Sequence[KappaEstimate], n_modes: int
+    frame: pd.DataFrame,
+    column: str,
+    estimates: Sequence[KappaEstimate],
+    n_modes: int,
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> None:
     """Fill ``column`` and its ``_se``/``_wald_low``/``_wald_high`` columns from ``estimates``
-    (one per row but the macro row, whose value is the mean over the defined modes)."""
+    (one per row but the macro row, whose value is the mean over the defined modes, of those
+    ``keep`` marks when given)."""
     per_mode = np.array([e.kappa for e in estimates[:n_modes]], dtype=np.float64)
+    if keep is not None:
+        per_mode = np.where(keep, per_mode, np.nan)
     frame[column] = [e.kappa for e in estimates] + [float(_mean_defined(per_mode))]
     frame[f"{column}_se"] = [e.se for e in estimates] + [np.nan]
     frame[f"{column}_wald_low"] = [e.ci_low for e in estimates] + [np.nan]
@@ -233,9 +255,10 @@ def _finish_frame(
     tax: Taxonomy,
     columns: Sequence[str],
     counts: Sequence[str],
+    macro_name: str = "mean over modes",
 ) -> Any:
     """Name the rows, keep ``columns`` in order and make ``counts`` nullable integers."""
-    frame["name"] = [_mode_label(r, tax) for r in rows] + ["all cells", "mean over modes"]
+    frame["name"] = [_mode_label(r, tax) for r in rows] + ["all cells", macro_name]
     if VERIFICATION in rows:
         frame.loc[VERIFICATION, "name"] = "3.2 or 3.3 (verification)"
     frame = frame[list(columns)]
@@ -333,7 +356,10 @@ class _Report:
 
     @property
     def macro(self) -> pd.Series:
-        """The macro row: unweighted mean over modes of the defined per-mode values."""
+        """The macro row: unweighted mean over modes of the per-mode values (for
+        :func:`~mast.agreement`: over the modes where the reference has both classes, see
+        :func:`mast.agree.baselines.macro_mean`; for :func:`~mast.agreement_among`: over the
+        modes where the value is defined)."""
         return self.summary.loc[MACRO]
 
     @property
@@ -481,8 +507,10 @@ def _notes(
     bootstrap: int,
     main: str,
     raw: Sequence[str],
+    macro_kept: Sequence[bool] | None = None,
 ) -> list[str]:
-    """Caveats a reader of the table needs, in words (``main`` is the headline column)."""
+    """Caveats a reader of the table needs, in words (``main`` is the headline column;
+    ``macro_kept``: which modes the macro row averages, when it is not every defined one)."""
     label = _LABELS.get(main, main)
     notes = []
     if bootstrap == 0:
@@ -506,21 +534,29 @@ def _notes(
             )
     values = frame.loc[list(codes), main].astype(float)
     undefined = [str(c) for c, v in values.items() if np.isnan(v)]
-    if undefined:
+    raw_note = (
+        f"; {' and '.join(raw)} "
+        + ("stay defined there and measure" if len(raw) > 1 else "stays defined there and measures")
+        + " raw agreement"
+        if raw
+        else ""
+    )
+    if macro_kept is not None:
+        if undefined:
+            notes.append(f"{label} is undefined for {', '.join(undefined)}{raw_note}")
+        kept = [str(c) for c, k in zip(codes, macro_kept, strict=True) if k]
+        if len(kept) < len(codes):
+            left = [str(c) for c in codes if c not in kept]
+            notes.append(
+                f"the macro row averages the {len(kept)} of {len(codes)} modes where the "
+                f"reference has both classes on the scored cells; left out: {', '.join(left)} "
+                "(one reference class: kappa cannot show there that the candidate tells when "
+                "the mode occurs)"
+            )
+    elif undefined:
         defined = len(codes) - len(undefined)
         notes.append(
             f"{label} is undefined for {', '.join(undefined)}; the macro row averages the "
-            f"{defined} of {len(codes)} modes where it is defined"
-            + (
-                f"; {' and '.join(raw)} "
-                + (
-                    "stay defined there and measure"
-                    if len(raw) > 1
-                    else "stays defined there and measures"
-                )
-                + " raw agreement"
-                if raw
-                else ""
-            )
+            f"{defined} of {len(codes)} modes where it is defined{raw_note}"
         )
     return notes

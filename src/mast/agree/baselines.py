@@ -6,8 +6,8 @@ modes on every trace has a per-mode kappa of 0 everywhere and still a positive p
 :func:`agreement_context` computes, on the cells a report scored, the numbers that show this:
 
 * **macro kappa**: the mean of per-mode kappa over the modes where the reference has both
-  classes on the scored cells (a mode without a reference positive cannot show skill), with a
-  bootstrap interval;
+  classes on the scored cells (the one definition, :func:`macro_mean`; the same number as the
+  ``macro`` row of the report's table), with a bootstrap interval;
 * **coverage**: cells scored / cells asked (every known reference cell of every trace the
   reference labelled: an unknown answer or a failed annotation is asked and not scored);
 * **constant baseline**: the judge that flags the reference's k most frequent modes on every
@@ -42,6 +42,8 @@ __all__ = [
     "agreement_context",
     "chance_baseline",
     "constant_baseline",
+    "macro_mean",
+    "macro_modes",
     "onehot_cells",
 ]
 
@@ -108,22 +110,55 @@ def _kappa(counts: FloatArray) -> float:
     return float(binary_metrics(np.asarray(counts, dtype=np.float64))["kappa"])
 
 
-def _macro(counts: FloatArray, modes: npt.NDArray[np.bool_]) -> FloatArray:
-    """Mean kappa over ``modes`` of ``(..., m, 4)`` counts; undefined values are skipped."""
-    kappas = binary_metrics(counts)["kappa"][..., modes]
-    defined = ~np.isnan(kappas)
-    total = np.where(defined, kappas, 0.0).sum(axis=-1)
+def macro_modes(counts: FloatArray) -> npt.NDArray[np.bool_]:
+    """Which modes enter a macro average: those where the reference has both classes.
+
+    ``counts`` is ``(..., modes, 4)``: per mode the 2x2 counts ``(tp, fp, fn, tn)`` of the
+    candidate against the reference on the scored cells.  See :func:`macro_mean`.
+
+    >>> macro_modes(np.array([[1, 0, 1, 2], [0, 1, 0, 3]], dtype=float)).tolist()
+    [True, False]
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    ref_pos = counts[..., 0] + counts[..., 2]
+    ref_neg = counts[..., 1] + counts[..., 3]
+    both: npt.NDArray[np.bool_] = (ref_pos > 0) & (ref_neg > 0)
+    return both
+
+
+def macro_mean(values: FloatArray, counts: FloatArray) -> FloatArray:
+    """The macro average: mean of per-mode ``values`` over the modes with both reference classes.
+
+    This is the only macro over modes mast reports against a reference (the ``macro`` row of
+    :func:`~mast.agreement`'s table, ``report.context.macro_kappa``, ``mast agree``,
+    ``mast validate`` and the HTML report).  A mode where the reference has one class on the
+    scored cells (never "yes", or never "no") has an **undefined** kappa for the macro: no
+    judge can show there that it tells *when* the mode occurs.  Cohen's kappa on such a mode is
+    0 as soon as the candidate disagrees once and NaN when it never does, so averaging it in
+    would punish a judge for one false positive on a mode the reference never saw and reward
+    it for silence.  Values that are NaN for other reasons (e.g. precision of a candidate that
+    never says yes) are skipped too; the result is NaN when no mode is left.
+
+    ``values`` is ``(..., modes)``; ``counts`` is ``(..., modes, 4)`` as in :func:`macro_modes`.
+    In a bootstrap the rule is applied to each resample's counts (the statistic is re-computed,
+    not the mode set of the full sample kept).
+
+    >>> counts = np.array([[2, 0, 0, 2], [0, 1, 0, 3]], dtype=float)  # 2nd: reference all "no"
+    >>> float(macro_mean(np.array([1.0, 0.0]), counts))
+    1.0
+    """
+    kept = np.where(macro_modes(counts), np.asarray(values, dtype=np.float64), np.nan)
+    defined = ~np.isnan(kept)
+    total = np.where(defined, kept, 0.0).sum(axis=-1)
     count = defined.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean: FloatArray = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return mean
 
 
-def _both_classes(counts: FloatArray) -> npt.NDArray[np.bool_]:
-    ref_pos = counts[..., 0] + counts[..., 2]
-    ref_neg = counts[..., 1] + counts[..., 3]
-    both: npt.NDArray[np.bool_] = (ref_pos > 0) & (ref_neg > 0)
-    return both
+def _macro(counts: FloatArray) -> FloatArray:
+    """Macro kappa of ``(..., m, 4)`` counts (:func:`macro_mean` of per-mode kappa)."""
+    return macro_mean(binary_metrics(counts)["kappa"], counts)
 
 
 def constant_baseline(
@@ -197,13 +232,13 @@ def agreement_context(
     cand = np.asarray(cand, dtype=np.int8)
     cells = onehot_cells(ref, cand)  # traces x m x 4
     counts = cells.sum(axis=0)  # m x 4
-    both = _both_classes(counts)
+    both = macro_modes(counts)
     units = _units(cells, clusters)
     low = high = float("nan")
     if bootstrap and len(units) >= 2 and both.any():
 
         def metric(sums: FloatArray) -> dict[str, FloatArray]:
-            return {"macro": _macro(sums, both)[..., None]}
+            return {"macro": _macro(sums)[..., None]}
 
         boot = bootstrap_intervals(
             units,
@@ -221,7 +256,7 @@ def agreement_context(
     filled = onehot_cells(ref, np.where(blank, 0, cand).astype(np.int8)).sum(axis=0)
     return AgreementContext(
         pooled_kappa=_kappa(counts.sum(axis=0)),
-        macro_kappa=float(_macro(counts, both)),
+        macro_kappa=float(_macro(counts)),
         macro_low=low,
         macro_high=high,
         macro_modes=[c for c, b in zip(codes, both.tolist(), strict=True) if b],
@@ -231,7 +266,7 @@ def agreement_context(
         constant_kappa=constant_kappa,
         chance_kappa=chance_baseline(ref_pos, ref_n),
         unknown_as_no_kappa=_kappa(filled.sum(axis=0)),
-        unknown_as_no_macro=float(_macro(filled, _both_classes(filled))),
+        unknown_as_no_macro=float(_macro(filled)),
         unknown_as_no_cells=int(blank.sum()),
         resampling="traces" if clusters is None else "label blocks",
         n_units=len(units),

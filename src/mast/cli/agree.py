@@ -36,7 +36,8 @@ examples:
   mast agree --among MAD_human.json --by-version
   mast agree --attribution --reference Who_and_When/ --candidate attribution.jsonl
 
-Beside every pooled kappa: the macro kappa over modes, coverage (cells scored / asked), two
+Beside every pooled kappa: the macro kappa (mean over the modes where the reference has both
+classes, the same number as the table's macro row), coverage (cells scored / asked), two
 baselines on the same cells (a constant judge flagging the most frequent modes; a judge
 flagging each mode at random at its reference prevalence) and kappa with unknown read as
 "no". No common trace id between the two sources is an error (exit 2).
