@@ -207,7 +207,7 @@ def test_openai_round_trip_in_compact_mode(fake_llm: FakeLLMServer, trace: Trace
     (request,) = fake_llm.requests
     response_format = request.body["response_format"]["json_schema"]
     assert response_format["strict"] is True
-    assert response_format["schema"] == answer_schema(answer="compact", inline=True)
+    assert response_format["schema"] == answer_schema(answer="compact")  # $ref, see schema_choice
     system = request.body["messages"][0]["content"]
     assert system == judge.render(trace).system
     assert "Only a mode the trace shows gets an object" in system
@@ -234,7 +234,7 @@ def test_anthropic_requests_compact_schema(
     ann = judge.annotate(trace)
     assert ann.status == "ok" and ann.vector.positives == ["1.5"] and ann.vector["2.1"] is False
     body = fake_llm.requests[0].body
-    expected = answer_schema(answer="compact", inline=True)
+    expected = answer_schema(answer="compact")
     if structured == "tool":
         assert body["tools"][0]["input_schema"] == expected
     else:

@@ -115,10 +115,8 @@ def test_openai_judge_end_to_end(fake_llm: FakeLLMServer, trace: Trace) -> None:
     assert request.body["messages"][0]["content"] == expected.system
     assert request.body["messages"][1]["content"] == expected.user
     assert request.body["response_format"]["json_schema"]["strict"] is True
-    # A compatible server (base_url) gets the schema without $ref.
-    assert request.body["response_format"]["json_schema"]["schema"] == verdict_json_schema(
-        inline=True
-    )
+    # Compatible servers (base_url) get the $ref schema too (inline only once refused).
+    assert request.body["response_format"]["json_schema"]["schema"] == verdict_json_schema()
     assert len(ann.judge["fewshot"]) == 3 and len(judge.examples) == 4
     assert "Monica" not in expected.system
     for example_id in ann.judge["fewshot"]:

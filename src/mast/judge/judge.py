@@ -66,7 +66,7 @@ from mast.judge.redact import Redactor
 from mast.judge.scrub import Scrubber, safe_url, url_credentials
 from mast.judge.shots import FewShot, Shot, Shots
 from mast.judge.usage import Usage
-from mast.judge.verdict import Verdict
+from mast.judge.verdict import SchemaChoice, Verdict
 from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector, Trace
@@ -216,12 +216,12 @@ class Judge:
             max_tokens=max_tokens
             or (_REASONING_OUTPUT if reasoning else None)
             or (ANTHROPIC_MAX_TOKENS if self.provider_name == "anthropic" else None),
-            # Compatible servers (vLLM, Ollama …) differ in $ref support: spell it out.
-            json_schema=answer_schema(self.taxonomy, answer, inline=base_url is not None),
+            json_schema=answer_schema(self.taxonomy, answer),  # inline if refused: SchemaChoice
             timeout=timeout,
             structured=structured_output,
         )
         self._output_reserve = self._config.max_tokens or _DEFAULT_OUTPUT
+        self._schemas = SchemaChoice(self._provider)  # shared with the for_sample copies
         self._systems: dict[tuple[str, ...], str] = {}
         self._chars_per_token = CHARS_PER_TOKEN
 
@@ -407,7 +407,7 @@ class Judge:
     async def _send(self, prompt: Prompt) -> Completion:
         assert self._provider is not None and self._config is not None
         # Scrubbed before a call hook can cache it, and again in _call (older caches, batch).
-        return self.scrubber.completion(await self._provider.complete(prompt, self._config))
+        return self.scrubber.completion(await self._schemas.complete(prompt, self._config))
 
     async def _call(self, prompt: Prompt) -> Completion:
         hook = _CALL_HOOK.get()

@@ -44,6 +44,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from mast.errors import VerdictParseError
 from mast.judge.attribution import FIRST_STEP_PROPERTIES, DecisiveError, decisive_error_schema
+from mast.judge.schema_choice import SchemaChoice  # how the schema below is sent (re-exported)
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector
 
@@ -51,6 +52,7 @@ __all__ = [
     "DecisiveError",
     "Evidence",
     "Finding",
+    "SchemaChoice",
     "Verdict",
     "VerdictParseError",
     "example_answer",
