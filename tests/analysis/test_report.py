@@ -293,5 +293,12 @@ def test_repeated_runs_show_self_consistency_and_grounded_share() -> None:
         )
     page = render_report({"samples": first + second}, traces=human, bootstrap=0)
     assert "Self-consistency of the runs in samples" in page
+    # agreement is scored per judge run, not on the last record of each trace
+    reference = mast.labels_of(human, "annotator_1")
+    page = render_report({"samples": first + second}, traces=human, reference=reference,
+                         reference_name="annotator_1", bootstrap=0)  # fmt: skip
+    assert "samples: heuristic against annotator_1" in page
+    assert "samples: heuristic#1 against annotator_1" in page
+    assert "no agreement report" not in page and "not compared" not in page
     assert "heuristic#1" in page and "beside the agreement with people" in page
     assert "Positive answers with grounded evidence, per mode" in page

@@ -156,3 +156,112 @@ def test_samples_are_refused_on_the_ray_engine(
                "--engine", "ray", "--samples", "2"]  # fmt: skip
     assert main(command) == 2
     assert "--samples needs the local engine" in capsys.readouterr().err
+
+
+def _two_models(tmp_path: Path) -> tuple[Path, Path]:
+    """Model "good" agrees with the reference on every trace, model "bad" never; "bad"'s
+    records come last, so keeping the last record per trace would score only "bad"."""
+    truth = {"a": True, "b": False, "c": True, "d": False}
+    rows = [
+        Annotation(
+            trace_id=t,
+            status="ok",
+            taxonomy="MAST 1.0",
+            vector=FailureVector({"1.1": v if model == "good" else not v}),
+            judge={"provider": "openai", "model": model, "config_hash": model},
+        )
+        for model in ("good", "bad")
+        for t, v in truth.items()
+    ]
+    results = tmp_path / "runs.jsonl"
+    results.write_text("".join(a.model_dump_json() + "\n" for a in rows))
+    reference = tmp_path / "human.csv"
+    reference.write_text("trace_id,1.1\n" + "".join(f"{t},{int(v)}\n" for t, v in truth.items()))
+    return reference, results
+
+
+def test_agree_scores_each_run_of_a_multi_run_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference, results = _two_models(tmp_path)
+    command = ["agree", "--reference", str(reference), "--candidate", str(results),
+               "--bootstrap", "0", "--modes", "1.1"]  # fmt: skip
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    text = captured.out
+    assert "holds 2 judge runs" in text and "each is scored on its own" in text
+    summary = {line.split()[0]: line.split()[2] for line in text.splitlines()
+               if line.startswith(("openai/good ", "openai/bad "))}  # fmt: skip
+    assert summary == {"openai/good": "1.000", "openai/bad": "-1.000"}
+    assert "== run openai/good ==" in text and "== run openai/bad ==" in text
+    assert "Agreement of openai/good with human: 4 trace(s)" in text
+    assert "2 judge runs (openai/good, openai/bad): each is scored on its own" in captured.err
+    # JSON: one report per run, nothing merged
+    assert main([*command, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "agreement_runs" and data["runs"] == ["openai/good", "openai/bad"]
+    kappas = {name: rep["pooled"]["kappa"] for name, rep in data["reports"].items()}
+    assert kappas == {"openai/good": 1.0, "openai/bad": -1.0}
+    assert all(rep["pooled"]["n_cells"] == 4 for rep in data["reports"].values())
+    # one run by name; an unknown run name is an error that lists the runs
+    assert main([*command, "--candidate-annotator", "openai/good"]) == 0
+    assert "pooled Cohen's kappa = 1.000 over 4 cells" in capsys.readouterr().out
+    assert main([*command, "--candidate-annotator", "openai/other"]) == 2
+    assert "openai/good, openai/bad" in capsys.readouterr().err
+
+
+def test_agree_majority_of_runs_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference, results = _two_models(tmp_path)
+    third = [
+        Annotation(
+            trace_id=t,
+            status="ok",
+            taxonomy="MAST 1.0",
+            vector=FailureVector({"1.1": t in ("a", "c")}),
+            judge={"provider": "openai", "model": "good", "sample": 1, "config_hash": "g1"},
+        )
+        for t in "abcd"
+    ]
+    with results.open("a") as fh:
+        fh.write("".join(a.model_dump_json() + "\n" for a in third))
+    command = ["agree", "--reference", str(reference), "--candidate", str(results),
+               "--bootstrap", "0", "--modes", "1.1",
+               "--candidate-annotator", "majority"]  # fmt: skip
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    # 2 of 3 runs are right on every trace: the majority agrees fully
+    assert "Agreement of majority of 3 runs with human" in captured.out
+    assert "pooled Cohen's kappa = 1.000 over 4 cells" in captured.out
+    assert "majority vote of 3 runs" in captured.err
+
+
+def test_agreement_refuses_to_merge_runs_by_keeping_the_last_record(tmp_path: Path) -> None:
+    from mast.agree import agreement
+    from mast.agree.runs import split_runs
+    from mast.bulk.store import read_annotations
+    from mast.errors import StatsInputError
+
+    _, results = _two_models(tmp_path)
+    truth = {"a": True, "b": False, "c": True, "d": False}
+    records = read_annotations(results)
+    with pytest.raises(StatsInputError, match=r"2 runs of the judge \(openai/good, openai/bad\)"):
+        agreement({t: {"1.1": v} for t, v in truth.items()}, records, modes=["1.1"])
+    by_run = split_runs(records)
+    rep = agreement({t: {"1.1": v} for t, v in truth.items()}, by_run["openai/good"],
+                    modes=["1.1"], bootstrap=0)  # fmt: skip
+    assert rep.pooled.kappa == 1.0
+
+
+def test_sweep_confidence_picks_one_run_or_says_it_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference, results = _two_models(tmp_path)
+    base = ["agree", "--sweep-confidence", "--reference", str(reference), "--candidate",
+            str(results), "--modes", "1.1"]  # fmt: skip
+    assert main(base) == 0
+    assert "the sweep pools their cells" in capsys.readouterr().err
+    assert main([*base, "--candidate-annotator", "openai/good"]) == 0
+    out = capsys.readouterr()
+    assert "kappa 1.000" in out.out and "pools" not in out.err

@@ -38,6 +38,7 @@ from typing import Any
 
 from mast.agree.metrics_base import UndefinedMetricWarning
 from mast.agree.multirater import fleiss_kappa
+from mast.agree.runs import run_name
 from mast.agree.stats import cohen_kappa
 from mast.judge.annotation import Annotation
 from mast.traces.model import FailureVector
@@ -139,11 +140,7 @@ class ConsensusReport:
 
 def run_label(annotation: Annotation) -> str:
     """The run an annotation belongs to: ``provider/model`` plus ``#k`` for sample k > 0."""
-    judge = annotation.judge
-    provider, model = judge.get("provider"), judge.get("model") or "?"
-    name = f"{provider}/{model}" if provider and provider != model else str(model)
-    sample = judge.get("sample") or 0
-    return f"{name}#{sample}" if sample else name
+    return run_name(annotation.judge)
 
 
 def consensus(results: Iterable[Annotation] | str | Path) -> ConsensusReport:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mast.agree.runs import split_runs
 from mast.agree.table import MAJORITY, labels_of, majority_vote
 from mast.errors import StatsInputError
 from mast.traces.model import Trace
@@ -49,12 +50,24 @@ class LoadedLabels:
     traces: list[Trace] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Things worth telling the user (e.g. an unreadable last line, skipped)."""
+    runs: dict[str, Any] = field(default_factory=dict)
+    """A results store holding several judge runs (samples, models) and no run chosen:
+    ``{run: records}``, each to be scored on its own (``source`` is then empty)."""
 
 
 def read_labels(path: str | Path, *, annotator: str | None = None) -> LoadedLabels:
-    """Read one source of labels (see the module docstring for the formats)."""
+    """Read one source of labels (see the module docstring for the formats).
+
+    A results store with several judge runs (:mod:`mast.agree.runs`): ``annotator`` names
+    one run, or ``"majority"`` asks for their majority vote (ties unknown); without it, every
+    run is returned in ``.runs``.
+    """
     path = Path(path)
     kind, rows, notes = _sniff_rows(path)
+    if kind == "results":
+        runs = split_runs(rows)
+        if len(runs) > 1:
+            return _several_runs(path, runs, annotator, notes)
     if kind == "traces":
         traces = read_traces(path)
         names = sorted({a for t in traces for a in t.labels})
@@ -71,6 +84,25 @@ def read_labels(path: str | Path, *, annotator: str | None = None) -> LoadedLabe
     if chosen == MAJORITY and MAJORITY not in groups:
         return LoadedLabels(majority_vote(groups), MAJORITY, kind, notes=notes)
     return LoadedLabels(groups[chosen], chosen, kind, notes=notes)
+
+
+def _several_runs(
+    path: Path, runs: dict[str, list[dict[str, Any]]], run: str | None, notes: list[str]
+) -> LoadedLabels:
+    shown = ", ".join(runs)
+    if run is None:
+        notes = [*notes, f"{path}: {len(runs)} judge runs ({shown}): each is scored on its own"]
+        return LoadedLabels([], path.stem, "results", notes=notes, runs=runs)
+    if run == MAJORITY:
+        notes = [*notes, f"{path}: the candidate is the majority vote of {len(runs)} runs"]
+        name = f"majority of {len(runs)} runs"
+        return LoadedLabels(majority_vote(runs, name=name), name, "results", notes=notes)
+    if run not in runs:
+        raise StatsInputError(
+            f"{path}: no judge run {run!r}; the file holds {len(runs)} runs: {shown} "
+            "(or 'majority' for their majority vote)"
+        )
+    return LoadedLabels(runs[run], run, "results", notes=notes)
 
 
 def read_raters(path: str | Path) -> tuple[dict[str, Any], list[Trace], list[str]]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from mast.agree.runs import record_run
 from mast.errors import StatsInputError
 from mast.taxonomy import Taxonomy
 from mast.traces.model import FailureVector, Trace, to_bool
@@ -249,6 +250,7 @@ class _Record:
     status: str
     labels: Mapping[Any, object] | None
     rows: bool = False  # flat row (DataFrame/CSV): non-code-like keys are metadata
+    run: str | None = None  # the judge run of a result record (mast.agree.runs)
 
 
 def to_table(
@@ -263,6 +265,7 @@ def to_table(
     if isinstance(source, LabelTable):
         return source
     records, meta = _records(source, annotator=annotator, name=name)
+    _check_one_run(records, name)
     resolver = _Resolver(taxonomy)
     column = {code: j for j, code in enumerate(modes)}
     chosen: dict[str, _Record] = {}
@@ -433,6 +436,20 @@ def _records(source: object, *, annotator: str | None, name: str) -> tuple[list[
     )
 
 
+def _check_one_run(records: Sequence[_Record], name: str) -> None:
+    """Results of several judge runs (samples, models) are never merged by keeping one record
+    per trace: say how to score them."""
+    runs = list(dict.fromkeys(r.run for r in records if r.run is not None))
+    if len(runs) > 1:
+        shown = ", ".join(runs[:6]) + (", …" if len(runs) > 6 else "")
+        raise StatsInputError(
+            f"{name}: the records come from {len(runs)} runs of the judge ({shown}); score "
+            "each run on its own (mast.agree.runs.split_runs(records)) or their majority "
+            "(mast.agree.majority_vote(split_runs(records))); `mast agree` does the first by "
+            "default and the second with --candidate-annotator majority"
+        )
+
+
 def _pick_annotator(traces: Sequence[Trace], annotator: str | None, name: str) -> str:
     names = sorted({a for t in traces for a in t.labels})
     if annotator is not None:
@@ -486,12 +503,14 @@ def _item_record(item: object, name: str) -> _Record:
         trace_id = _trace_id(item["trace_id"], name)
         status = str(item.get("status") or "ok")
         if "vector" in item:
-            return _Record(trace_id, status, _as_labels(item["vector"], trace_id, name))
+            labels = _as_labels(item["vector"], trace_id, name)
+            return _Record(trace_id, status, labels, run=record_run(item))
         return _Record(trace_id, status, item, rows=True)
     if hasattr(item, "trace_id") and hasattr(item, "vector"):
         trace_id = _trace_id(item.trace_id, name)
         status = str(getattr(item, "status", "ok"))
-        return _Record(trace_id, status, _as_labels(item.vector, trace_id, name))
+        labels = _as_labels(item.vector, trace_id, name)
+        return _Record(trace_id, status, labels, run=record_run(item))
     raise StatsInputError(
         f"{name}: cannot read a label record from {type(item).__name__}; expected an "
         "annotation (.trace_id, .vector, .status) or a mapping with 'trace_id'"

@@ -47,6 +47,7 @@ from mast.analysis.report_sections import (
     _runs,
     _Section,
     _summary,
+    judge_runs,
 )
 
 __all__ = ["render_report", "write_report"]
@@ -102,12 +103,13 @@ def render_report(
             sections.append(
                 _Section("Failure profiles", "profiles", skipped="No usable annotation.")
             )
+        judged = judge_runs(runs)  # agreement is per judge run (sample, model), not per file
         if reference is not None:
-            sections.append(_agreement(runs, reference, reference_name, bootstrap, seed))
-        if len(runs) > 1:
-            sections.append(runs_compared(runs, bootstrap=bootstrap, seed=seed))
+            sections.append(_agreement(judged, reference, reference_name, bootstrap, seed))
+        if len(judged) > 1:
+            sections.append(runs_compared(judged, bootstrap=bootstrap, seed=seed))
         explorer = explorer_data(
-            runs, trace_list, reference=reference, reference_name=reference_name
+            judged, trace_list, reference=reference, reference_name=reference_name
         )
     messages += sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     env = jinja2.Environment(

@@ -91,6 +91,22 @@ def _runs(results: Results) -> dict[str, list[Annotation]]:
     return {name: read_annotations(path) for name, path in zip(names, paths, strict=True)}
 
 
+def judge_runs(runs: Mapping[str, Sequence[Annotation]]) -> dict[str, list[Annotation]]:
+    """``runs`` with each results file that holds several judge runs (samples, models) split
+    into ``"<file>: <run>"`` entries, so that agreement is scored per judge run and never on
+    whichever record of a trace came last."""
+    from mast.agree.runs import split_runs
+
+    out: dict[str, list[Annotation]] = {}
+    for name, anns in runs.items():
+        parts = split_runs(anns)
+        if len(parts) > 1:
+            out.update({f"{name}: {label}": part for label, part in parts.items()})
+        else:
+            out[name] = list(anns)
+    return out
+
+
 def _frame(runs: Mapping[str, Sequence[Annotation]]) -> pd.DataFrame:
     """All runs' records as one results frame with a ``run`` column."""
     import pandas as pd

@@ -148,10 +148,25 @@ def _cmd_agree(args: argparse.Namespace) -> int:
     for line in messages:
         print(f"note: {line}", file=sys.stderr)
     if args.plot:
-        fig = report.plot()
-        fig.savefig(args.plot, dpi=150)
-        print(f"forest plot written to {args.plot}", file=sys.stderr)
+        _save_plots(report, args.plot)
     return int(code)
+
+
+def _save_plots(report: Any, path: str) -> None:
+    """One forest plot; for several judge runs one per run, named ``<stem>-<run><suffix>``."""
+    import re
+    from pathlib import Path
+
+    if not isinstance(report, dict):
+        report.plot().savefig(path, dpi=150)
+        print(f"forest plot written to {path}", file=sys.stderr)
+        return
+    target = Path(path)
+    for name, one in report.items():
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
+        out = target.with_name(f"{target.stem}-{slug}{target.suffix}")
+        one.plot().savefig(out, dpi=150)
+        print(f"forest plot of {name} written to {out}", file=sys.stderr)
 
 
 def _usage(message: str) -> int:
@@ -185,19 +200,35 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
     def run(messages: list[str]) -> tuple[int, str, Any]:
         from mast.agree import agreement
         from mast.agree.label_files import read_labels
+        from mast.errors import StatsInputError
 
         ref = read_labels(args.reference, annotator=args.reference_annotator)
+        if ref.runs:
+            raise StatsInputError(
+                f"{args.reference}: the reference holds {len(ref.runs)} judge runs "
+                f"({', '.join(ref.runs)}); pick one with --reference-annotator RUN (or majority)"
+            )
         cand = read_labels(args.candidate, annotator=args.candidate_annotator)
         messages.extend(ref.notes + cand.notes)
-        report = agreement(
-            ref.source,
-            cand.source,
-            reference_name=ref.name,
-            candidate_name=cand.name,
-            clusters=_block_clusters(ref.traces, args.resample, messages),
-            **_options(args),
-        )
-        code = 0 if report.pooled.n_cells else 1
+        clusters = _block_clusters(ref.traces, args.resample, messages)
+        candidates = cand.runs or {cand.name: cand.source}
+        reports = {
+            name: agreement(
+                ref.source,
+                source,
+                reference_name=ref.name,
+                candidate_name=name,
+                clusters=clusters,
+                **_options(args),
+            )
+            for name, source in candidates.items()
+        }
+        code = 0 if any(r.pooled.n_cells for r in reports.values()) else 1
+        if cand.runs:
+            from mast.cli.agree_runs import render_runs
+
+            return code, render_runs(reports, args.format, args.candidate), reports
+        report = next(iter(reports.values()))
         text = _render(report, args.format)
         if cand.kind == "results" and args.format != "json":
             from mast.cli.agree_runs import self_consistency

@@ -17,7 +17,7 @@ from typing import Any
 
 from mast.traces.model import to_bool
 
-__all__ = ["consensus_command", "self_consistency", "sweep_command"]
+__all__ = ["consensus_command", "render_runs", "self_consistency", "sweep_command"]
 
 _CODE = re.compile(r"^\d{1,2}\.\d{1,2}$")
 
@@ -55,9 +55,53 @@ def self_consistency(path: str | Path) -> str:
     )
 
 
+def render_runs(reports: Mapping[str, Any], fmt: str, path: str | Path) -> str:
+    """Agreement of each judge run in a results file: a summary line per run, then each
+    run's full report, then the runs' self-consistency (JSON: all of it as one object)."""
+    from mast.agree.consensus import consensus
+    from mast.agree.render import ci_text, num, table
+
+    runs = consensus(path)
+    if fmt == "json":
+        data = {
+            "kind": "agreement_runs",
+            "candidate": str(path),
+            "runs": list(reports),
+            "reports": {name: rep.to_dict() for name, rep in reports.items()},
+            "consensus": runs.to_dict(),
+        }
+        return json.dumps(data, indent=2, allow_nan=False, ensure_ascii=False)
+    markdown = fmt == "markdown"
+    rows = [
+        [
+            name,
+            str(rep.n_traces),
+            f"{num(rep.pooled.kappa)} {ci_text(rep.pooled.boot_low, rep.pooled.boot_high)}",
+            f"{num(rep.context.macro_kappa)} "
+            f"{ci_text(rep.context.macro_low, rep.context.macro_high)}",
+            f"{rep.context.cells_scored}/{rep.context.cells_asked}",
+        ]
+        for name, rep in reports.items()
+    ]
+    headers = ["run", "traces", "pooled kappa [CI]", "macro kappa [CI]", "cells scored/asked"]
+    intro = (
+        f"{path} holds {len(reports)} judge runs (samples or models); each is scored on its "
+        "own below. --candidate-annotator RUN scores one run, --candidate-annotator majority "
+        "their majority vote (ties unknown)."
+    )
+    parts = [intro, table(headers, rows, fmt="markdown" if markdown else "text", left=1)]
+    for name, rep in reports.items():
+        title = f"## Run {name}" if markdown else f"== run {name} =="
+        parts.append(title + "\n\n" + (rep.to_markdown() if markdown else rep.to_text()))
+    if runs.majority:
+        parts.append(runs.to_text())
+    return "\n\n".join(parts)
+
+
 def sweep_command(args: argparse.Namespace) -> int:
     """Sweep the confidence cut-off of a results file against reference labels."""
     from mast.agree.label_files import read_labels
+    from mast.agree.runs import split_runs
     from mast.agree.sweep import sweep_confidence
     from mast.bulk.store import read_annotations
 
@@ -73,6 +117,24 @@ def sweep_command(args: argparse.Namespace) -> int:
         return 2
     reference = _cells(read_labels(args.reference, annotator=args.reference_annotator).source)
     annotations = read_annotations(args.candidate)
+    runs = split_runs(annotations)
+    if len(runs) > 1:
+        chosen = args.candidate_annotator
+        if chosen is None:
+            print(
+                f"note: {args.candidate} holds {len(runs)} judge runs ({', '.join(runs)}); the "
+                "sweep pools their cells (--candidate-annotator RUN sweeps one run)",
+                file=sys.stderr,
+            )
+        elif chosen in runs:
+            annotations = runs[chosen]
+        else:
+            print(
+                f"mast agree: error: no judge run {chosen!r} in {args.candidate}; it holds "
+                f"{', '.join(runs)}",
+                file=sys.stderr,
+            )
+            return 2
     fit = None
     if args.fit is not None:
         shared = sorted({a.trace_id for a in annotations} & set(reference))
