@@ -1,5 +1,6 @@
-"""A long trace is prepared off the event loop: while a 1 MB trace is redacted, rendered and
-parsed, a small trace annotated at the same time reaches the server and is done.
+"""A long trace is prepared off the event loop (here in a thread: the path without a process
+pool): while a 1 MB trace is redacted, rendered and parsed, a small trace annotated at the
+same time reaches the server and is done.
 
 Checked by the order of events, not by timing: the long trace's redaction waits until the
 server has received the small trace's request. If that wait happened on the event loop,
@@ -66,7 +67,9 @@ def test_a_long_trace_does_not_hold_up_a_small_one(
         "openai/gpt-4.1", base_url=fake_llm.openai_base_url, fewshot=0, redact=redactor
     )
     # The long trace comes first and starts first (concurrency 2).
-    run = mast.annotate_many([long, small], judge, concurrency=2, cache=False, progress=False)
+    run = mast.annotate_many(
+        [long, small], judge, concurrency=2, cache=False, progress=False, process_pool=False
+    )
     assert [a.status for a in run] == ["ok", "ok"]
     assert order[0] == "small" and "long" in order
     assert redactor.waited_on and redactor.waited_on[0] != "MainThread"

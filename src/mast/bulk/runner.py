@@ -62,6 +62,8 @@ from mast.errors import (
 )
 from mast.judge.helpers import run_sync as _run_sync
 from mast.judge.judge import Judge
+from mast.judge.offload import use_process_pool
+from mast.judge.process_pool import ProcessPool, default_workers
 from mast.traces.model import Trace
 
 __all__ = [
@@ -100,33 +102,62 @@ async def aannotate_many(
     max_batch_rounds: int = 6,
     seed: int | None = None,
     limiter: Limiter | None = None,
+    process_pool: bool | int = True,
 ) -> AnnotationRun:
     """Async twin of :func:`annotate_many` (same arguments); use it inside an event loop.
 
     ``limiter`` replaces the run's own ``rpm`` / ``tpm`` limiter with one shared by several
     runs, which may also keep a shared budget (the Ray engine, :mod:`mast.bulk.distributed`).
     """
-    options: dict[str, Any] = dict(
-        out=out,
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        resume=resume,
-        retry_failed=retry_failed,
-        budget_usd=budget_usd,
-        cache=cache,
-        timeout=timeout,
-        retry=retry,
-        batch=batch,
-        progress=progress,
-        progress_stream=progress_stream,
-        on_stop=on_stop,
-        rate_window=rate_window,
-        batch_poll_interval=batch_poll_interval,
-        max_batch_rounds=max_batch_rounds,
-        seed=seed,
-        limiter=limiter,
-    )
+    pool = _process_pool(process_pool)
+    try:
+        # Tasks the run creates inherit the pool: long traces are prepared in its processes.
+        with use_process_pool(pool):
+            return await _annotate_samples(
+                traces,
+                judge,
+                out=out,
+                concurrency=concurrency,
+                rpm=rpm,
+                tpm=tpm,
+                resume=resume,
+                retry_failed=retry_failed,
+                budget_usd=budget_usd,
+                cache=cache,
+                timeout=timeout,
+                retry=retry,
+                batch=batch,
+                progress=progress,
+                progress_stream=progress_stream,
+                on_stop=on_stop,
+                rate_window=rate_window,
+                batch_poll_interval=batch_poll_interval,
+                max_batch_rounds=max_batch_rounds,
+                seed=seed,
+                limiter=limiter,
+            )
+    finally:
+        if pool is not None:
+            await pool.aclose()
+
+
+def _process_pool(setting: bool | int) -> ProcessPool | None:
+    """The run's pool for long traces: None when off, or when no core is spare."""
+    if isinstance(setting, bool):
+        workers = default_workers() if setting else 0
+    elif isinstance(setting, int) and setting >= 0:
+        workers = setting
+    else:
+        raise ValueError(f"process_pool must be True, False or a number >= 0, got {setting!r}")
+    return ProcessPool(workers) if workers else None
+
+
+async def _annotate_samples(
+    traces: Iterable[Trace], judge: Judge, *, on_stop: OnStop, **kw: Any
+) -> AnnotationRun:
+    options: dict[str, Any] = dict(on_stop=on_stop, **kw)
+    budget_usd = kw["budget_usd"]
+    out = kw["out"]
     if judge.samples == 1:
         return await _annotate_once(traces, judge, **options)
     # K independent judgments: K passes over the traces, each with its own config hash
@@ -297,6 +328,7 @@ def annotate_many(
     batch_poll_interval: float = 15.0,
     max_batch_rounds: int = 6,
     seed: int | None = None,
+    process_pool: bool | int = True,
 ) -> AnnotationRun:
     """Annotate ``traces`` with ``judge``: concurrent, rate-limited, retried, cached,
     resumable, within a budget. Works from plain code and inside a running event loop
@@ -338,6 +370,13 @@ def annotate_many(
         After an authentication error or an exhausted budget: ``"raise"`` (default) a
         :class:`~mast.errors.RunStopped` (:class:`~mast.errors.BudgetExceeded`) whose
         ``run`` holds what was done, or ``"return"`` it with ``run.summary.stopped`` set.
+    process_pool:
+        Where the CPU work of very long traces (redaction, rendering, parsing; from
+        :data:`~mast.judge.offload.PROCESS_CHARS` characters on) runs: ``True`` (default)
+        in up to one worker process per spare core, started when the first such trace
+        arrives and stopped at the end of the run; a number of processes; or ``False``
+        for a thread of this process (see :mod:`mast.judge.offload`). Results are the
+        same either way; a job a process cannot do goes to the thread.
 
     Returns
     -------
@@ -366,6 +405,7 @@ def annotate_many(
         batch_poll_interval=batch_poll_interval,
         max_batch_rounds=max_batch_rounds,
         seed=seed,
+        process_pool=process_pool,
     )
 
     async def once() -> AnnotationRun:

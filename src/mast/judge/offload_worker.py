@@ -1,0 +1,88 @@
+"""The child side of :class:`~mast.judge.process_pool.ProcessPool`: one worker process.
+
+It is a fresh interpreter started as ``python -c …`` (never ``fork``: the parent runs
+threads; never :mod:`multiprocessing`'s spawn: that re-runs the user's script in the
+child). It reads jobs from its standard input and writes results to its standard output,
+one at a time, until its input ends:
+
+* job: 8-byte big-endian length, then a pickle of ``(function, args, kwargs)``;
+* reply: one status byte (0: done; 1: the job failed here and the parent redoes it in a
+  thread, where any exception is raised with its real traceback), 8-byte length, payload
+  (the pickled result, or a short reason).
+
+Anything the job prints goes to standard error, so it cannot corrupt the replies.
+
+>>> import pickle
+>>> run_job(pickle.dumps((len, ("abc",), {})))
+(0, b'\\x80\\x05K\\x03.')
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any, BinaryIO
+
+__all__ = ["main", "run_job", "shared"]
+
+_HEADER = 8
+# Objects sent by reference (name of a module-level sequence, index) instead of by value:
+# they hold functions that pickle cannot copy (lambdas), and the worker has the same ones.
+SHARED_SEQUENCES = (("mast.judge.secret_patterns", "DEFAULT_PATTERNS"),)
+
+
+def shared(module: str, name: str, index: int) -> Any:
+    """Element ``index`` of the module-level sequence ``module.name`` (unpickling helper)."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)[index]
+
+
+def run_job(payload: bytes) -> tuple[int, bytes]:
+    """Run one pickled job; (status, reply payload)."""
+    try:
+        fn, args, kwargs = pickle.loads(payload)
+        result = fn(*args, **kwargs)
+        return 0, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # the parent redoes the job in a thread and gets the error there
+        return 1, f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000]
+
+
+def _read(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    if len(data) < size:
+        return None  # the parent closed our input: the run is over
+    return data
+
+
+def main() -> None:
+    """Serve jobs on stdin/stdout until stdin ends."""
+    jobs = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    # Only the reply stream may write to the parent's pipe: prints go to stderr.
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    # Warm up while the parent goes on: the first job need not wait for these imports.
+    import mast.judge.echo
+    import mast.judge.grounding
+    import mast.judge.parse
+    import mast.judge.prompts
+    import mast.judge.redact  # noqa: F401
+
+    while True:
+        header = _read(jobs, _HEADER)
+        if header is None:
+            return
+        payload = _read(jobs, int.from_bytes(header, "big"))
+        if payload is None:
+            return
+        status, reply = run_job(payload)
+        replies.write(bytes([status]) + len(reply).to_bytes(_HEADER, "big"))
+        replies.write(reply)
+        replies.flush()
+
+
+if __name__ == "__main__":  # pragma: no cover - started by ProcessPool
+    main()
