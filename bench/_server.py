@@ -123,7 +123,8 @@ class PrefixCache:
 
 
 # ---------------------------------------------------------------------------- answers
-_STEP_HEADER = re.compile(r"^\[(s\d+)\] agent=[^\n]*$", re.M)
+# Every step header (an unsegmented log is one step, "[s1] kind=log", and is cited too).
+_STEP_HEADER = re.compile(r"^\[(s\d+)\](?: agent=(\S+))?[^\n]*$", re.M)
 _RATIONALE_NO = [
     "No sign of it in the trace.",
     "The agents keep to the task as stated; nothing here matches the definition.",
@@ -164,24 +165,58 @@ def _quote(step_body: str) -> str:
     return ""
 
 
-def mast_answer(user_text: str, *, compact: bool = False) -> str:
-    """A verdict in mast's JSON shape, as long as the prompt's worked examples teach; with
-    ``compact`` (the prompt asked for compact answers) an absent mode is just ``false``."""
+def _objects(node: Any) -> Any:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _objects(value)
+
+
+def _asked(schema: dict[str, Any] | None) -> tuple[list[str] | None, bool]:
+    """What a response schema makes a model write: the keys of a present mode's object
+    (None: no schema, the fake's own shape) and whether ``decisive_error`` is required."""
+    if not schema:
+        return None, False
+    finding = next(
+        (list(o["properties"]) for o in _objects(schema)
+         if "evidence" in (o.get("properties") or {})),
+        None,
+    )  # fmt: skip
+    return finding, "decisive_error" in (schema.get("required") or [])
+
+
+def mast_answer(
+    user_text: str, *, compact: bool = False, schema: dict[str, Any] | None = None
+) -> str:
+    """A verdict in mast's JSON shape; with ``compact`` (the prompt asked for compact answers)
+    an absent mode is just ``false``. With a response ``schema`` (strict structured output)
+    a present mode carries every key the schema requires (who and when included) and a
+    failed run names its decisive error, as a constrained model must write them."""
     rng = _rng(user_text)
     present = _present(rng)
     headers = list(_STEP_HEADER.finditer(user_text))
     steps = [(m.group(1), _quote(user_text[m.end() : m.end() + 400])) for m in headers]
+    agents = {m.group(1): m.group(2) for m in headers}
+    keys, decisive = _asked(schema)
     modes: dict[str, Any] = {}
     for code in CODES:
         if code in present and steps:
             cited = rng.sample(steps, k=min(len(steps), rng.choice((1, 2))))
-            modes[code] = {
+            first = min((sid for sid, _ in cited), key=lambda sid: int(sid[1:]))
+            values = {
                 "evidence": [{"step_id": sid, "quote": quote} for sid, quote in cited],
                 "rationale": rng.choice(_RATIONALE_YES)
                 + f" See [{cited[0][0]}]: the later steps build on it unchanged.",
                 "present": True,
                 "confidence": round(rng.uniform(0.6, 0.95), 2),
+                "first_step": first,
+                "agent": agents.get(first),
             }
+            shape = keys or ["evidence", "rationale", "present", "confidence"]
+            modes[code] = {k: values.get(k) for k in shape}
         elif compact:
             modes[code] = False
         else:
@@ -190,13 +225,25 @@ def mast_answer(user_text: str, *, compact: bool = False) -> str:
                 "rationale": rng.choice(_RATIONALE_NO),
                 "present": False,
                 "confidence": round(rng.uniform(0.6, 0.95), 2),
+                **({"first_step": None, "agent": None} if keys and "agent" in keys else {}),
             }
+    shown = [(code, m) for code, m in modes.items() if isinstance(m, dict) and m.get("present")]
+    error: dict[str, Any] | None = None
+    if decisive and shown:
+        code, first = min(shown, key=lambda cm: int(cm[1]["evidence"][0]["step_id"][1:]))
+        ev = first["evidence"][0]
+        reason = first["rationale"].split(".")[0] + "."
+        error = {"agent": agents.get(ev["step_id"]), "step_id": ev["step_id"], "modes": [code],
+                 "reason": reason, "quote": ev["quote"]}  # fmt: skip
     answer = {"summary": _SUMMARY, "modes": modes, "task_completed": not present}
     lines = ["{", f'  "summary": {json.dumps(answer["summary"])},', '  "modes": {']
     for i, code in enumerate(CODES):
         comma = "," if i < len(CODES) - 1 else ""
         lines.append(f'    "{code}": {json.dumps(modes[code])}{comma}')
-    lines += ["  },", f'  "task_completed": {json.dumps(answer["task_completed"])}', "}"]
+    lines.append("  },")
+    if decisive:
+        lines.append(f'  "decisive_error": {json.dumps(error)},')
+    lines += [f'  "task_completed": {json.dumps(answer["task_completed"])}', "}"]
     return "\n".join(lines)
 
 
@@ -227,7 +274,8 @@ def answer_for(body: dict[str, Any]) -> tuple[str, str]:
     text = "\n".join(_content(m) for m in messages)
     if "Reply with one JSON object" in text or body.get("response_format"):
         user = "\n".join(_content(m) for m in messages if m.get("role") == "user")
-        return "ours", mast_answer(user, compact=_COMPACT_MARK in text)
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        return "ours", mast_answer(user, compact=_COMPACT_MARK in text, schema=schema)
     return "official", official_answer(text)
 
 

@@ -142,6 +142,33 @@ def test_runs_of_lines_and_identical_lines() -> None:
     assert rebuilt["s2"] == second and rebuilt["s3"] == third
 
 
+def test_a_long_step_refers_to_runs_above_it_in_itself() -> None:
+    # An unsegmented log is one step; a block it prints again is shown once (issue 21).
+    block = [
+        f"2025-03-31 INFO retry {i}: connecting to the sandbox at port 80{i}" for i in range(6)
+    ]
+    log = "\n".join(["start", *block, "middle line", *block, *block[:3], "end"])
+    (rendered,) = compact_steps([Step.make(0, log)])
+    assert rendered.body.split("\n") == [
+        "start", *block, "middle line", "[lines 2-7 of s1, repeated]",
+        "[lines 2-4 of s1, repeated]", "end",
+    ]  # fmt: skip
+    assert expand_steps([rendered]) == {"s1": log}
+    # A run never covers its own reference: lines that repeat right below are not folded
+    # into a reference to themselves, and the whole rendering still rebuilds the log.
+    twice = "\n".join(block + block + block)
+    (again,) = compact_steps([Step.make(0, twice)])
+    assert again.body.split("\n")[6:] == ["[lines 1-6 of s1, repeated]"] * 2
+    assert expand_steps([again]) == {"s1": twice}
+
+
+def test_a_self_reference_shows_lines_above_it_only() -> None:
+    # A step shown verbatim that merely looks like a reference to itself stays as it is.
+    step = Step.make(0, "\n".join(["[lines 1-2 of s1, repeated]", "a", "b"]))
+    (rendered,) = compact_steps([step])
+    assert not rendered.compacted and expand_steps([rendered]) == {"s1": step.content}
+
+
 def test_long_lines_refer_to_text_shown_earlier() -> None:
     shared = "The role prompt says: " + "follow the design, write tests, report back. " * 8
     first = "intro line\n" + shared

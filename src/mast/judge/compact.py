@@ -7,7 +7,8 @@ line dozens of times and put tool-call code both in the call's arguments and in 
 - ``[same content as s5]``: the whole step repeats step ``s5``;
 - ``[same content as s5 except line 1:]`` followed by that line: the same, apart from a
   few lines that differ from s5's only in ids, numbers or timestamps (shown in full);
-- ``[lines 3-14 of s5, repeated]``: a run of lines that step ``s5`` shows;
+- ``[lines 3-14 of s5, repeated]``: a run of lines that step ``s5`` shows, or that the
+  same step shows above the reference (an unsegmented log printing a block again);
 - ``[previous line repeated 95 more times]``: identical consecutive lines;
 - a tool argument that occurs verbatim in the step's content becomes
   ``"[= content lines 4-17]"``.
@@ -197,21 +198,53 @@ def _longest_run(lines: list[str], at: int, index: _Index) -> tuple[str, int, in
     return best
 
 
-def _compact_lines(lines: list[str], index: _Index) -> tuple[list[str], list[bool]]:
-    """Body lines with repeated runs as references, and which original lines stay visible."""
+def _own_run(
+    lines: list[str], at: int, seen: Mapping[str, list[int]], visible: list[bool]
+) -> tuple[int, int]:
+    """The longest run of ``lines[at:]`` that repeats lines above it in the same step,
+    starting at a visible one (as :func:`_longest_run` does across steps) and ending before
+    ``at``, so that a reference never covers itself: (start, n)."""
+    best = (0, 0)
+    for number in seen.get(lines[at], ()):
+        if not visible[number - 1]:
+            continue
+        n = 0
+        while (
+            at + n < len(lines) and number - 1 + n < at and lines[at + n] == lines[number - 1 + n]
+        ):
+            n += 1
+        if n > best[1]:
+            best = (number, n)
+    return best
+
+
+def _compact_lines(
+    lines: list[str], index: _Index, step_id: str = ""
+) -> tuple[list[str], list[bool]]:
+    """Body lines with repeated runs as references, and which original lines stay visible.
+
+    A run may repeat an earlier step or, in a long step (an unsegmented log), visible lines
+    above it in the same step."""
     out: list[str] = []
     visible = [True] * len(lines)
+    seen: dict[str, list[int]] = {}  # visible line of this step -> 1-based line numbers
     i = 0
     while i < len(lines):
         line = lines[i]
         if len(line) >= MIN_ANCHOR_CHARS:
-            step_id, start, n = _longest_run(lines, i, index)
+            source, start, n = _longest_run(lines, i, index)
+            own_start, own_n = _own_run(lines, i, seen, visible) if step_id else (0, 0)
+            if own_n > n:
+                source, start, n = step_id, own_start, own_n
             if n and sum(len(x) + 1 for x in lines[i : i + n]) >= MIN_RUN_CHARS:
-                out.append(f"[lines {start}-{start + n - 1} of {step_id}, repeated]")
+                out.append(f"[lines {start}-{start + n - 1} of {source}, repeated]")
                 for k in range(i, i + n):
                     visible[k] = False
                 i += n
                 continue
+            places = seen.setdefault(line, [])
+            if len(places) < _MAX_CANDIDATES:
+                places.append(i + 1)
         same = 1
         while i + same < len(lines) and lines[i + same] == line:
             same += 1
@@ -289,7 +322,7 @@ def compact_steps(steps: Sequence[Step]) -> list[RenderedStep]:
         near = None if near_id is None else _changed_lines(near_id, content, originals[near_id])
         if near is not None:
             options.append((near, [False] * len(lines)))
-        compact_lines, visible = _compact_lines(lines, index)
+        compact_lines, visible = _compact_lines(lines, index, step.id)
         options.append(("\n".join(compact_lines), visible))
         chosen = RenderedStep(step.id, content, plain_args)
         shown = [True] * len(lines)
@@ -317,7 +350,7 @@ def _expands_to(
 ) -> bool:
     # The steps before are known to expand to their originals, so resolve against those.
     try:
-        text = _expand_body(candidate.body, originals)
+        text = _expand_body(candidate.body, originals, candidate.id)
         shown_args = (
             None if candidate.tool_args is None else _expand_args(candidate.tool_args, text)
         )
@@ -347,7 +380,7 @@ def expand_steps(rendered: Sequence[RenderedStep]) -> dict[str, str]:
     result: dict[str, str] = {}
     for step in rendered:
         # A step shown verbatim may contain text that looks like a reference: leave it be.
-        text = _expand_body(step.body, content) if step.compacted else step.body
+        text = _expand_body(step.body, content, step.id) if step.compacted else step.body
         content[step.id] = text
         args = step.tool_args
         if args is not None and step.compacted:
@@ -356,7 +389,7 @@ def expand_steps(rendered: Sequence[RenderedStep]) -> dict[str, str]:
     return result
 
 
-def _expand_body(body: str, content: Mapping[str, str]) -> str:
+def _expand_body(body: str, content: Mapping[str, str], own: str = "") -> str:
     if (m := _SAME.match(body)) is not None:
         return content[m.group(1)]
     head, _, rest = body.partition("\n")
@@ -373,7 +406,8 @@ def _expand_body(body: str, content: Mapping[str, str]) -> str:
     for line in body.split("\n"):
         if (m := _LINES.match(line)) is not None:
             start, end, step_id = int(m.group(1)), int(m.group(2)), m.group(3)
-            source = content[step_id].split("\n")
+            # A reference to the step itself names lines above it, already rebuilt.
+            source = out if step_id == own else content[step_id].split("\n")
             if end > len(source):
                 raise IndexError(f"{step_id} has no line {end}")
             out.extend(source[start - 1 : end])
