@@ -175,17 +175,23 @@ def _objects(node: Any) -> Any:
             yield from _objects(value)
 
 
-def _asked(schema: dict[str, Any] | None) -> tuple[list[str] | None, bool]:
+def _asked(schema: dict[str, Any] | None) -> tuple[list[str] | None, bool, int, int]:
     """What a response schema makes a model write: the keys of a present mode's object
-    (None: no schema, the fake's own shape) and whether ``decisive_error`` is required."""
+    (None: no schema, the fake's own shape), whether ``decisive_error`` is required, and how
+    many sentences the summary and a rationale get (one when the schema asks for one
+    sentence, else two, the fake's usual length)."""
     if not schema:
-        return None, False
-    finding = next(
-        (list(o["properties"]) for o in _objects(schema)
-         if "evidence" in (o.get("properties") or {})),
-        None,
-    )  # fmt: skip
-    return finding, "decisive_error" in (schema.get("required") or [])
+        return None, False, 2, 2
+    finding = next((o for o in _objects(schema) if "evidence" in (o.get("properties") or {})), None)
+    keys = list(finding["properties"]) if finding else None
+
+    def sentences(node: dict[str, Any] | None) -> int:
+        text = str((node or {}).get("description", "")).lower()
+        return 1 if text.startswith("one sentence") else 2
+
+    summary = sentences((schema.get("properties") or {}).get("summary"))
+    rationale = sentences(((finding or {}).get("properties") or {}).get("rationale"))
+    return keys, "decisive_error" in (schema.get("required") or []), summary, rationale
 
 
 def mast_answer(
@@ -194,13 +200,15 @@ def mast_answer(
     """A verdict in mast's JSON shape; with ``compact`` (the prompt asked for compact answers)
     an absent mode is just ``false``. With a response ``schema`` (strict structured output)
     a present mode carries every key the schema requires (who and when included) and a
-    failed run names its decisive error, as a constrained model must write them."""
+    failed run names its decisive error, as a constrained model must write them; summary and
+    rationales are one sentence when the schema asks for one, else two. This is a proxy for
+    a real model: lengths are the fake's, the shape is the schema's."""
     rng = _rng(user_text)
     present = _present(rng)
     headers = list(_STEP_HEADER.finditer(user_text))
     steps = [(m.group(1), _quote(user_text[m.end() : m.end() + 400])) for m in headers]
     agents = {m.group(1): m.group(2) for m in headers}
-    keys, decisive = _asked(schema)
+    keys, decisive, summary_n, rationale_n = _asked(schema)
     modes: dict[str, Any] = {}
     for code in CODES:
         if code in present and steps:
@@ -209,7 +217,10 @@ def mast_answer(
             values = {
                 "evidence": [{"step_id": sid, "quote": quote} for sid, quote in cited],
                 "rationale": rng.choice(_RATIONALE_YES)
-                + f" See [{cited[0][0]}]: the later steps build on it unchanged.",
+                + (
+                    f" See [{cited[0][0]}]: the later steps build on it unchanged."
+                    * (rationale_n > 1)
+                ),
                 "present": True,
                 "confidence": round(rng.uniform(0.6, 0.95), 2),
                 "first_step": first,
@@ -230,12 +241,17 @@ def mast_answer(
     shown = [(code, m) for code, m in modes.items() if isinstance(m, dict) and m.get("present")]
     error: dict[str, Any] | None = None
     if decisive and shown:
-        code, first = min(shown, key=lambda cm: int(cm[1]["evidence"][0]["step_id"][1:]))
-        ev = first["evidence"][0]
+
+        def start(cm: tuple[str, Any]) -> int:
+            return min(int(e["step_id"][1:]) for e in cm[1]["evidence"])
+
+        code, first = min(shown, key=start)
+        ev = min(first["evidence"], key=lambda e: int(e["step_id"][1:]))
         reason = first["rationale"].split(".")[0] + "."
         error = {"agent": agents.get(ev["step_id"]), "step_id": ev["step_id"], "modes": [code],
                  "reason": reason, "quote": ev["quote"]}  # fmt: skip
-    answer = {"summary": _SUMMARY, "modes": modes, "task_completed": not present}
+    summary = _SUMMARY if summary_n > 1 else _SUMMARY.split(". ")[0] + "."
+    answer = {"summary": summary, "modes": modes, "task_completed": not present}
     lines = ["{", f'  "summary": {json.dumps(answer["summary"])},', '  "modes": {']
     for i, code in enumerate(CODES):
         comma = "," if i < len(CODES) - 1 else ""

@@ -272,3 +272,18 @@ def test_docstring_examples() -> None:
 
     result = doctest.testmod(module, raise_on_error=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_compact_answers_ask_for_one_sentence(inline: bool) -> None:
+    # Output costs several times input: compact summaries and rationales are one sentence,
+    # full answers keep two or three (issue 21).
+    compact, full = answer_schema(answer="compact", inline=inline), answer_schema(inline=inline)
+    assert compact["properties"]["summary"]["description"].startswith("One sentence")
+    assert full["properties"]["summary"]["description"].startswith("Two or three")
+    found = [o["properties"]["rationale"]["description"] for o in _nodes(compact)
+             if "rationale" in (o.get("properties") or {})]  # fmt: skip
+    assert found and all(text.startswith("One sentence") for text in found)
+    system = render_system(answer="compact")
+    assert "<one sentence: what went wrong" in system and "<one sentence: why" in system
+    assert "two or three sentences" in render_system(answer="full")

@@ -89,6 +89,19 @@ def answer_schema(
         "does not allow a decision, else an object with its evidence (present: true). Codes: "
         + "; ".join(f"{m.code} {m.name}" for m in tax)
     )
+    # Output costs several times input: the compact answer asks for one sentence where the
+    # full one asks for two or three (the quotes in the evidence carry the detail).
+    schema["properties"]["summary"]["description"] = (
+        "One sentence on what went wrong in the run, or that nothing did."
+    )
+    rationale = {
+        "type": "string",
+        "description": "One sentence: why the trace shows the mode (the evidence quotes carry "
+        "the detail).",
+    }
+    findings = modes["properties"].values() if inline else [schema["$defs"]["finding"]]
+    for finding in findings:
+        finding["properties"] = {**finding["properties"], "rationale": rationale}
     absent: list[dict[str, Any]] = [{"type": "boolean", "enum": [False]}, {"type": "null"}]
     if inline:
         for code, entry in list(modes["properties"].items()):
