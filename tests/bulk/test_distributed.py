@@ -5,6 +5,7 @@ worker, the same records as a local run, and the CLI (``--engine ray``, ``mast m
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -248,3 +249,99 @@ def test_a_ray_dataset_of_trace_records_is_annotated(
         r["id"] for r in rows
     )
     assert all(a.vector.positives == list(present_in(int(a.trace_id[1:]))) for a in records)
+
+
+def test_a_trace_read_by_two_units_is_annotated_once(
+    cluster: None, tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    # The MAD file is given twice (inside the folder and by name): its 50 records reach
+    # the workers in two sets of units. Each trace must be paid for once, not once per unit.
+    fake_llm.responder = lambda request: scripted(request).with_delay(0.02)
+    inputs = inputs_in(tmp_path)
+    run = distributed.annotate(
+        [inputs, inputs / "mad.json"],
+        judge_for(fake_llm),
+        out=tmp_path / "results",
+        workers=2,
+        concurrency=2,
+        unit_size=3,
+        progress=False,
+    )
+    asked = sorted(number_of(r) for r in fake_llm.completions)
+    assert asked == list(range(60))  # one request per trace
+    records = mast.read_annotations(tmp_path / "results")
+    assert len(records) == 60 and run.summary.done == 60
+    duplicates = run.summary.duplicates
+    assert len(duplicates) == 50 == len(set(duplicates))
+    assert set(duplicates) <= {a.trace_id for a in records}
+    assert "50 trace(s) read twice, annotated once" in run.summary.format()
+
+
+def test_two_different_traces_with_one_id_stop_the_run_as_locally(
+    cluster: None, tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.responder = scripted
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    for name, n in (("a", 1), ("b", 2)):
+        messages = [{"role": "user", "content": f"Task number {n}: add."}]
+        (folder / f"{name}.json").write_text(json.dumps({"messages": messages, "id": "same"}))
+    run = distributed.annotate(
+        [folder], judge_for(fake_llm), out=tmp_path / "results", workers=2, unit_size=1,
+        progress=False,
+        on_stop="return",
+    )  # fmt: skip
+    assert run.summary.stopped == "duplicate"
+    assert "'same' occurs twice" in (run.summary.stop_message or "")
+    assert "a.json" in (run.summary.stop_message or "")
+    assert len(fake_llm.completions) <= 1
+
+
+def test_samples_run_as_passes_with_the_keys_of_a_local_run(
+    cluster: None, tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.responder = scripted
+    inputs = inputs_in(tmp_path, n=20)
+    judge = mast.Judge(
+        "openai/gpt-4o-mini", base_url=fake_llm.openai_base_url, api_key=KEY, fewshot=0,
+        samples=2, temperature=0.7,
+    )  # fmt: skip
+    out = tmp_path / "results"
+    run = distributed.annotate([inputs], judge, out=out, workers=2, unit_size=4, progress=False)
+    records = mast.read_annotations(out)
+    assert len(records) == 40 == len(fake_llm.completions) and run.summary.done == 40
+    assert sorted(a.judge.get("sample", 0) for a in records) == [0] * 20 + [1] * 20
+    # the same keys and vectors as a local run of the same judge
+    local = mast.annotate_many(
+        mast.load_traces(inputs), judge, out=tmp_path / "local.jsonl", progress=False
+    )
+    assert by_key(list(local)) == by_key(records)
+    # a rerun resumes both samples: no new request
+    asked = len(fake_llm.completions)
+    again = distributed.annotate([inputs], judge, out=out, workers=2, progress=False)
+    assert len(fake_llm.completions) == asked and again.summary.resumed == 40
+
+
+def test_cli_ray_passes_ground_truth_and_samples_to_the_workers(
+    cluster: None, tmp_path: Path, fake_llm: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.responder = lambda request: Reply.text(verdict_json(CODES, (), summary="s"))
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "itbench_layout"
+    trial = tmp_path / "runs" / "trial-1"
+    shutil.copytree(fixtures / "copied" / "run-a", trial)
+    (trial / "config.toml").unlink()  # no ground truth found beside the trial
+    truth = fixtures / "ground_truth" / "scenario_2" / "groundtruth.yaml"
+    base = ["annotate", str(trial), "--model", "openai/gpt-4o-mini", "-q", "--fewshot", "0"]
+    base += ["--base-url", fake_llm.openai_base_url, "--engine", "ray", "--workers", "1"]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENAI_API_KEY", KEY)
+        assert cli_main([*base, "--out", str(tmp_path / "without")]) == 0
+        assert "1 ITBench trial(s) without ground truth" in capsys.readouterr().out
+        argv = [*base, "--out", str(tmp_path / "with"), "--ground-truth", str(truth)]
+        assert cli_main([*argv, "--samples", "2", "--temperature", "0.7"]) == 0
+    printed = capsys.readouterr().out
+    assert "without ground truth" not in printed
+    assert "mast agree --consensus" in printed
+    records = mast.read_annotations(tmp_path / "with")
+    assert sorted(a.judge.get("sample", 0) for a in records) == [0, 1]
+    assert len(fake_llm.completions) == 3  # one without ground truth, two samples with it

@@ -149,15 +149,6 @@ def test_agreement_shows_self_consistency_beside_it(
     assert "flip rate 66.7%" in text
 
 
-def test_samples_are_refused_on_the_ray_engine(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    command = ["annotate", str(tmp_path), "--model", "heuristic", "--out", str(tmp_path / "o"),
-               "--engine", "ray", "--samples", "2"]  # fmt: skip
-    assert main(command) == 2
-    assert "--samples needs the local engine" in capsys.readouterr().err
-
-
 def _two_models(tmp_path: Path) -> tuple[Path, Path]:
     """Model "good" agrees with the reference on every trace, model "bad" never; "bad"'s
     records come last, so keeping the last record per trace would score only "bad"."""

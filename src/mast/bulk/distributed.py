@@ -10,6 +10,8 @@ whole cluster: every provider call of every worker asks it first, and a ``Retry-
 from the provider pauses everyone. ``mast.read_annotations(DIR)`` reads the shards as one
 result set; ``mast merge DIR -o results.jsonl`` writes them as one file.
 
+A trace id is annotated by one worker only: each worker claims the ids it reads at the
+coordinator, so a trace that two units carry (a file given twice) is paid for once.
 Rerunning skips every trace that has a record in any shard, so a killed job resumes like a
 local run. A worker that dies is restarted by Ray (``max_restarts``) and picks up its own
 units again; one that stays dead hands its units back to the others.
@@ -83,6 +85,8 @@ class DistributedRun:
     """Input records or files that could not be read as traces."""
     unreadable_examples: list[str] = field(default_factory=list)
     """The first few of those errors (file, place, what is wrong)."""
+    no_ground_truth: list[str] = field(default_factory=list)
+    """ITBench trials read without ground truth (outcome unknown; pass ``ground_truth=``)."""
 
     @property
     def stopped(self) -> str | None:
@@ -108,6 +112,7 @@ def annotate(
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
     format: str = "auto",
+    ground_truth: Any = None,
     address: str | None = None,
     unit_size: int = 16,
     max_restarts: int = 1,
@@ -125,7 +130,10 @@ def annotate(
     ``"ray://host:10001"``), else starts a local one. ``concurrency`` is per worker;
     ``rpm``, ``tpm`` and ``budget_usd`` hold for all of them together. ``cache``: ``True``
     keeps one response cache in ``out/.cache`` shared by the workers (SQLite; put ``out`` on
-    a local disk or pass ``False``), or a directory, or ``False``. Other arguments are
+    a local disk or pass ``False``), or a directory, or ``False``. ``ground_truth`` is
+    :func:`mast.load_traces`'s (ITBench scoring), applied where the workers read traces.
+    ``Judge(samples=K)`` runs K passes over the inputs, as a local run does (each sample
+    its own records; one budget and one rate limit for all passes). Other arguments are
     those of :func:`mast.annotate_many`; ``unit_size`` is the number of traces a worker
     takes at a time, ``max_restarts`` how often Ray restarts a worker that died, and
     ``worker_options`` are Ray actor options (e.g. ``{"num_cpus": 2}``).
@@ -161,7 +169,7 @@ def annotate(
         ray.init(address=address, include_dashboard=False, log_to_driver=True)
         we_started = True
     try:
-        return _drive(
+        return _run_passes(
             ray,
             inputs,
             judge,
@@ -174,6 +182,7 @@ def annotate(
                 "retry": retry,
                 "retry_failed": retry_failed,
                 "format": format,
+                "ground_truth": None if ground_truth is None else _portable(ground_truth),
             },
             limits={"rpm": rpm, "tpm": tpm, "window": rate_window, "budget_usd": budget_usd},
             unit_size=unit_size,
@@ -187,6 +196,76 @@ def annotate(
     finally:
         if we_started:
             ray.shutdown()
+
+
+def _portable(ground_truth: Any) -> Any:
+    """A ground-truth path as an absolute one (workers may not share the driver's cwd)."""
+    return (
+        str(Path(ground_truth).resolve()) if isinstance(ground_truth, (str, Path)) else ground_truth
+    )
+
+
+def _run_passes(
+    ray: Any, inputs: Any, judge: Judge, *, on_stop: str, **kwargs: Any
+) -> DistributedRun:
+    """One pass over the inputs per sample of ``judge`` (one for ``samples=1``), sharing one
+    limits actor (rate, budget); merged into one run, raising on an early stop if asked."""
+    limits_cls, _, _ = actor_classes(kwargs["max_restarts"])
+    limits_actor = limits_cls.remote(**kwargs.pop("limits"))
+    passes: list[DistributedRun] = []
+    try:
+        for index in range(judge.samples):
+            one = judge
+            if judge.samples > 1:
+                # A pass is one judgment per trace: the sample's judge, with its own key.
+                one = judge.for_sample(index)
+                one.samples = 1
+            passes.append(_drive(ray, inputs, one, limits_actor=limits_actor, **kwargs))
+            if passes[-1].summary.stopped is not None:
+                break
+    finally:
+        ray.kill(limits_actor)
+    run = passes[0] if len(passes) == 1 else _merge_passes(passes)
+    if run.summary.stopped is not None and on_stop == "raise":
+        message = (
+            f"the run stopped early: {run.summary.stop_message}; results so far are in "
+            f"{run.out} (rerun to resume)"
+        )
+        cls = BudgetExceeded if run.summary.stopped == "budget" else RunStopped
+        raise cls(message, reason=run.summary.stopped, run=None)
+    return run
+
+
+def _merge_passes(passes: list[DistributedRun]) -> DistributedRun:
+    """The passes of several samples as one run (counts are of records, one per trace and
+    sample; unreadable inputs are counted once, as every pass reads the same inputs)."""
+    total = RunSummary()
+    for run in passes:
+        _add_summary(total, run.summary)
+        total.elapsed_s = max(total.elapsed_s, run.summary.elapsed_s)
+    first = passes[0]
+    return DistributedRun(
+        summary=total,
+        out=first.out,
+        workers=[w for run in passes for w in run.workers],
+        dead_workers=[i for run in passes for i in run.dead_workers],
+        units_left=sum(run.units_left for run in passes),
+        unreadable=first.unreadable,
+        unreadable_examples=first.unreadable_examples,
+        no_ground_truth=first.no_ground_truth,
+    )
+
+
+def _add_summary(total: RunSummary, s: RunSummary) -> None:
+    for name in ("total", "done", "cached", "resumed", "calls", "retries", "cost_usd",
+                 "cost_unknown", "positives", "grounded_positives"):  # fmt: skip
+        setattr(total, name, getattr(total, name) + getattr(s, name))
+    for counter in ("failed", "failed_earlier", "retried_earlier"):
+        getattr(total, counter).update(getattr(s, counter))
+    total.not_attempted += s.not_attempted
+    total.duplicates += [t for t in s.duplicates if t not in total.duplicates]
+    if s.stopped and total.stopped is None:
+        total.stopped, total.stop_message = s.stopped, s.stop_message
 
 
 def _cache_setting(cache: str | Path | bool, out: Path) -> str | bool:
@@ -230,19 +309,17 @@ def _drive(
     out: Path,
     workers: int,
     options: dict[str, Any],
-    limits: dict[str, Any],
+    limits_actor: Any,
     unit_size: int,
     max_restarts: int,
     worker_options: dict[str, Any],
     progress: bool,
     stream: TextIO,
-    on_stop: str,
     started: float,
 ) -> DistributedRun:
     from ray.exceptions import RayActorError
 
-    limits_cls, coordinator_cls, worker_cls = actor_classes(max_restarts)
-    limits_actor = limits_cls.remote(**limits)
+    _, coordinator_cls, worker_cls = actor_classes(max_restarts)
     coordinator = coordinator_cls.remote()
     skip = ray.put(_done_ids(out, judge, options["retry_failed"]))
     if hasattr(inputs, "iter_rows") and not isinstance(inputs, (str, Path)):
@@ -316,16 +393,7 @@ def _drive(
     status = ray.get(coordinator.status.remote())
     shared = ray.get(limits_actor.snapshot.remote())
     run = _merge_reports(reports, dead, status, shared, out, started)
-    _stop_actors(
-        ray, [worker_name(out, i) for i in actors], [*actors.values(), coordinator, limits_actor]
-    )
-    if run.summary.stopped is not None and on_stop == "raise":
-        message = (
-            f"the run stopped early: {run.summary.stop_message}; results so far are in {out} "
-            "(rerun to resume)"
-        )
-        cls = BudgetExceeded if run.summary.stopped == "budget" else RunStopped
-        raise cls(message, reason=run.summary.stopped, run=None)
+    _stop_actors(ray, [worker_name(out, i) for i in actors], [*actors.values(), coordinator])
     return run
 
 
@@ -340,10 +408,12 @@ def _merge_reports(
     total = RunSummary()
     unreadable = 0
     examples: list[str] = []
+    no_truth: list[str] = []
     for index in sorted(reports):
         report = reports[index]
         s = report["summary"]
         unreadable += report["unreadable"]
+        no_truth += report["no_ground_truth"]
         examples += report["unreadable_examples"][: max(0, 10 - len(examples))]
         total.total += s["total"] + report["skipped"]
         total.done += s["done"]
@@ -351,7 +421,7 @@ def _merge_reports(
         total.cached += s["cached"]
         total.resumed += s["resumed"] + report["skipped"]
         total.not_attempted += s["not_attempted"]
-        total.duplicates += s["duplicates"]
+        total.duplicates += s["duplicates"] + report["duplicates"]
         total.calls += s["calls"]
         total.retries += s["retries"]
         total.cost_usd += s["cost_usd"]
@@ -369,6 +439,7 @@ def _merge_reports(
         units_left=status["queued"] + sum(status["held"].values()),
         unreadable=unreadable,
         unreadable_examples=examples,
+        no_ground_truth=no_truth,
     )
 
 

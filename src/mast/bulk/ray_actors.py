@@ -22,7 +22,7 @@ from mast.bulk.ratelimit import LimitRefused
 from mast.bulk.shared_limits import LimitsState
 from mast.bulk.units import Unit, load_unit
 from mast.errors import TraceFormatError
-from mast.traces.model import Trace
+from mast.traces.model import Outcome, Trace
 
 log = logging.getLogger("mast.distributed")
 
@@ -67,6 +67,9 @@ class CoordinatorActor:
         self.closed = False
         self.started: dict[int, int] = {}
         self._changed: asyncio.Condition | None = None
+        # Trace id -> (unit number, source) of the first unit that read it: a trace id is
+        # annotated by one worker only, even when two units carry it.
+        self.claims: dict[str, tuple[int, str | None]] = {}
 
     def _cond(self) -> asyncio.Condition:
         if self._changed is None:
@@ -99,6 +102,29 @@ class CoordinatorActor:
             unit = self.queue.popleft()
             self.held.setdefault(worker, []).append(unit)
             return unit
+
+    async def claim(self, unit: int, traces: list[tuple[str, str | None]]) -> list[str | None]:
+        """Claim the ``(trace id, source)`` pairs a worker read from ``unit``; per pair
+        ``None`` (annotate it), ``"duplicate"`` (the same trace was read before, from the same
+        file and place: annotated once) or a message (another trace has that id: an error,
+        as in a local run).  A unit that is redone (its worker died or restarted) gets its own
+        claims again; what it finished is skipped through the results it wrote."""
+        verdicts: list[str | None] = []
+        for trace_id, source in traces:
+            first = self.claims.setdefault(trace_id, (unit, source))
+            if first == (unit, source):
+                verdicts.append(None)
+            elif source is not None and first[1] == source:
+                verdicts.append("duplicate")
+            else:
+                where = first[1] or "an earlier record"
+                verdicts.append(
+                    f"trace id {trace_id!r} occurs twice in the input: in {where} and in "
+                    f"{source or 'another record'}; ids must be unique within one run (give "
+                    "one of them another id, or annotate them in separate runs with separate "
+                    "results folders)"
+                )
+        return verdicts
 
     async def finished(self, worker: int) -> None:
         self.held.pop(worker, None)
@@ -175,6 +201,29 @@ class WorkerActor:
     def ready(self) -> int:
         return os.getpid()
 
+    def _load(self, unit: Unit, report: dict[str, Any]) -> list[Trace]:
+        """The traces of ``unit``; unreadable records are counted in ``report``."""
+        import ray
+
+        records = ray.get(unit.records) if unit.records is not None else None
+        traces: list[Trace] = []
+        fmt = self.options.get("format", "auto")
+        ground_truth = self.options.get("ground_truth")
+        for item in load_unit(unit, records, format=fmt, ground_truth=ground_truth):
+            if isinstance(item, TraceFormatError):
+                report["unreadable"] += 1
+                if len(report["unreadable_examples"]) < 5:
+                    report["unreadable_examples"].append(str(item))
+                continue
+            traces.append(item)
+            if (
+                item.format == "itbench"
+                and item.outcome is Outcome.UNKNOWN
+                and "ground_truth_file" not in item.metadata
+            ):
+                report["no_ground_truth"].append(item.id)  # said in the summary, as locally
+        return traces
+
     def run(self, skip: frozenset[str]) -> dict[str, Any]:
         import ray
 
@@ -191,8 +240,9 @@ class WorkerActor:
             "skipped": 0,
             "unreadable": 0,
             "unreadable_examples": [],
+            "duplicates": [],
+            "no_ground_truth": [],
         }
-        fmt = self.options.get("format", "auto")
         retry_failed = bool(self.options.get("retry_failed", False))
 
         def traces() -> Iterator[Trace]:
@@ -211,13 +261,17 @@ class WorkerActor:
                         for ann in read_annotations(shard):
                             if ann.status == "ok" or not retry_failed:
                                 done.add(ann.trace_id)
-                records = ray.get(unit.records) if unit.records is not None else None
-                for item in load_unit(unit, records, format=fmt):
-                    if isinstance(item, TraceFormatError):
-                        report["unreadable"] += 1
-                        if len(report["unreadable_examples"]) < 5:
-                            report["unreadable_examples"].append(str(item))
+                loaded = self._load(unit, report)
+                claims = [(t.id, t.source) for t in loaded]
+                verdicts = ray.get(self.coordinator.claim.remote(unit.number, claims))
+                for item, verdict in zip(loaded, verdicts, strict=True):
+                    if verdict == "duplicate":
+                        report["duplicates"].append(item.id)
                         continue
+                    if verdict is not None:
+                        # Two different traces with one id: the run stops, as a local one.
+                        ray.get(self.limits.stop.remote("duplicate", verdict))
+                        return
                     if item.id in done:
                         report["skipped"] += 1
                         continue

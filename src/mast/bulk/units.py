@@ -74,16 +74,24 @@ def plan_units(
 
 
 def load_unit(
-    unit: Unit, records: list[tuple[str, Any]] | None, *, format: str = "auto"
+    unit: Unit,
+    records: list[tuple[str, Any]] | None,
+    *,
+    format: str = "auto",
+    ground_truth: Any = None,
 ) -> Iterator[Trace | TraceFormatError]:
-    """The traces of ``unit`` (its records already fetched), or the error of each bad one."""
+    """The traces of ``unit`` (its records already fetched), or the error of each bad one.
+    ``ground_truth`` is :func:`mast.load_traces`'s (it scores ITBench trial folders)."""
     if records is not None:
         assert unit.source is not None
         for location, record in records:
             yield convert_record(record, path=unit.source, location=location, format=format)
         return
     errors: list[TraceFormatError] = []
-    for trace in load_traces(unit.files, format=format, on_error="skip", errors=errors):
+    traces = load_traces(
+        unit.files, format=format, on_error="skip", errors=errors, ground_truth=ground_truth
+    )
+    for trace in traces:
         while errors:
             yield errors.pop(0)
         yield trace

@@ -86,25 +86,19 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         if isinstance(judge, int):
             return judge
         judges.append(judge)
-    if args.engine == "ray":
-        from mast.cli.annotate_ray import annotate_on_ray
-
-        if len(judges) > 1:
-            print("mast: error: --engine ray runs one --model at a time", file=sys.stderr)
-            return 2
-        if args.samples > 1:
-            # The Ray engine runs one judgment per trace; samples would silently be one.
-            print(
-                "mast: error: --samples needs the local engine (no --engine ray)", file=sys.stderr
-            )
-            return 2
-        return annotate_on_ray(args, judges[0], _run_options(args))
     if args.samples > 1 and not args.temperature and models != ["heuristic"]:
         print(
             "mast: note: --samples at temperature 0 gives near-identical samples; "
             "pass --temperature (e.g. 0.7) for independent judgments",
             file=sys.stderr,
         )
+    if args.engine == "ray":
+        from mast.cli.annotate_ray import annotate_on_ray
+
+        if len(judges) > 1:
+            print("mast: error: --engine ray runs one --model at a time", file=sys.stderr)
+            return 2
+        return annotate_on_ray(args, judges[0], _run_options(args))
     errors: list[TraceFormatError] = []
     if not args.quiet:
         print("mast: loading traces …", file=sys.stderr)

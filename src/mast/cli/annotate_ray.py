@@ -32,6 +32,7 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, A
             workers=args.workers,
             address=args.address,
             format=args.format,
+            ground_truth=args.ground_truth,
             progress_stream=sys.stderr,
             **options,
         )
@@ -48,11 +49,19 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, A
         print(f"{run.unreadable} input record(s) or file(s) could not be read")
         for example in run.unreadable_examples:
             print(f"mast: skipped unreadable input: {example}", file=sys.stderr)
+    if run.no_ground_truth:
+        shown = ", ".join(run.no_ground_truth[:5]) + (" …" if len(run.no_ground_truth) > 5 else "")
+        print(
+            f"{len(run.no_ground_truth)} ITBench trial(s) without ground truth (outcome "
+            f"unknown): {shown}; pass --ground-truth PATH"
+        )
     if run.dead_workers:
         print(f"worker(s) {', '.join(map(str, run.dead_workers))} died during the run")
     if run.units_left:
         print(f"{run.units_left} unit(s) of input left undone: run the same command again")
     print(f"results: {args.out} (one shard per worker; `mast merge {args.out} -o FILE`)")
+    if args.samples > 1:
+        print(f"self-consistency of the samples: mast agree --consensus {args.out}")
     if summary.stopped:
         print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
     if summary.stopped and summary.done + summary.failed_total == 0:
