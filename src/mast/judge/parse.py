@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import Any
 
 from mast.errors import VerdictParseError
@@ -31,9 +30,9 @@ from mast.judge.attribution import (
 )
 from mast.judge.echo import Items, Planted, answer_blocks
 from mast.judge.lenient_json import find_json_values
-from mast.judge.textformat import NameIndex, read_text_format
+from mast.judge.textformat import NameIndex, may_answer, read_text_format
 from mast.judge.verdict import Evidence, Finding, Verdict
-from mast.taxonomy import Taxonomy, load_taxonomy
+from mast.taxonomy import Taxonomy, load_taxonomy, normalize_name
 
 _FENCE = re.compile(r"<<<(BEGIN|END) (MAST-[A-Z]{1,20}-[0-9A-F]{16})>>>")
 _CODE_KEY = re.compile(r"^\s*(?:FM[-\s]?)?(\d{1,2}\.\d{1,2})(?![\d])")
@@ -272,6 +271,8 @@ def _json_items(value: Any, tax: Taxonomy) -> Items | None:
 
 
 def _text_items(block: str, tax: Taxonomy) -> Items | None:
+    if not may_answer(block, tax):  # most blocks of a trace: skip the full reading
+        return None
     reading = read_text_format(block, tax, _names(tax))
     if not reading.readable:
         return None
@@ -359,9 +360,34 @@ def _first(obj: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-@lru_cache(maxsize=8)
+class _Readers:
+    """What reading answers for one taxonomy needs, built once: its name index, and every
+    mode name and alias (normalized) with the first code that has it."""
+
+    def __init__(self, tax: Taxonomy) -> None:
+        self.taxonomy = tax
+        self.names = NameIndex(tax)
+        self.by_name: dict[str, str] = {}
+        for mode in tax.modes:
+            for name in (mode.name, *mode.aliases):
+                self.by_name.setdefault(normalize_name(name), mode.code)
+
+
+# By identity (taxonomies are frozen): hashing a taxonomy model costs more than the lookup.
+_READERS: dict[int, _Readers] = {}
+
+
+def _readers(tax: Taxonomy) -> _Readers:
+    found = _READERS.get(id(tax))
+    if found is None or found.taxonomy is not tax:
+        if len(_READERS) >= 8:
+            _READERS.pop(next(iter(_READERS)))
+        found = _READERS[id(tax)] = _Readers(tax)
+    return found
+
+
 def _names(tax: Taxonomy) -> NameIndex:
-    return NameIndex(tax)
+    return _readers(tax).names
 
 
 def _mode_entries(container: Any, tax: Taxonomy, problems: list[str]) -> list[tuple[str, Any]]:
@@ -399,7 +425,7 @@ def _code_of(key: str, tax: Taxonomy, names: NameIndex) -> str | None:
     owners = names.codes_for(key)
     if len(owners) == 1:
         return next(iter(owners))
-    return tax.code_for_name(key)
+    return _readers(tax).by_name.get(normalize_name(key))  # tax.code_for_name(key), indexed
 
 
 def _finding(code: str, item: Any, problems: list[str]) -> Finding:

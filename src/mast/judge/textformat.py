@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from mast.judge import textlayout as _layout
 from mast.judge.textslot import (
@@ -59,6 +60,7 @@ __all__ = [
     "TEMPLATE_NAMES",
     "NameIndex",
     "TextReading",
+    "may_answer",
     "normalize_markup",
     "read_answer_slot",
     "read_text_format",
@@ -114,6 +116,7 @@ _B_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))B\s*[.):]", re.MULTILINE)
 _A_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))A\s*[.):]", re.MULTILINE)
 _SUMMARY_LABEL = re.compile(r"^\s*(?:free[- ]?form\s+text\s+summary[^:\n]*|summary)[ \t]*[:\n]\s*",
                             re.IGNORECASE)  # fmt: skip
+_WORD_CHAR = re.compile(r"\w")
 _STEP_REF = re.compile(r"(?<![\w])\[?s(\d{1,6})\]?(?![\w])")
 
 
@@ -199,6 +202,46 @@ def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextRead
             reading.answers[code] = None
             reading.problems.append(f"{code}: not answered")
     return reading
+
+
+def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
+    """False only when :func:`read_text_format` surely finds no answer in ``raw``: after the
+    same markup and thinking-block clean-up, the text holds no code of ``taxonomy``, no
+    ``B.`` marker, no task line and no "all other modes are absent" sentence or
+    "Detected: none" list. The echo search reads every block of a trace, and most are
+    plain log text; this test costs a fraction of the full reading.
+
+    >>> from mast.taxonomy import load_taxonomy
+    >>> may_answer("ran pytest: 3 passed", load_taxonomy()), may_answer("1.3: yes", load_taxonomy())
+    (False, True)
+    """
+    text, _ = _layout.drop_thinking(normalize_markup(raw))
+    # Every answer the reader finds is bound to a code written in the text (item, table
+    # cell, list), or comes from the task line, the "B." line or a default sentence.
+    codes = _code_cue(tuple(taxonomy.codes))
+    if any(not (m.start() and _WORD_CHAR.match(text, m.start() - 1)) for m in codes.finditer(text)):
+        return True
+    if "B" in text and _B_MARKER.search(text) is not None:
+        return True
+    if text.isascii():
+        # Case-insensitive patterns on ASCII text: the same as lower-case ones on the
+        # lower-cased text, and these scan much faster.
+        lowered = text.lower()
+        if "task" in lowered and _layout.find_task_line(text) is not None:
+            return True
+        return _layout.may_set_defaults(lowered, lowered=True)
+    return _layout.find_task_line(text) is not None or _layout.may_set_defaults(text)
+
+
+@lru_cache(maxsize=16)
+def _code_cue(codes: tuple[str, ...]) -> re.Pattern[str]:
+    # Where any reader of a code (CODE, a table cell, a list item) can take one of ``codes``:
+    # never right after a letter or digit, never before one or before ".<digit>". The
+    # reader's own "not after '.'" is left out: the region read may start right after "C .".
+    alternatives = "|".join(re.escape(c) for c in sorted(codes, key=len, reverse=True))
+    # (The "not after a word character" test is made on each match: as a lookbehind first
+    # in the pattern it would keep the regex engine from skipping ahead to a literal.)
+    return re.compile(rf"(?:{alternatives})(?![\w]|\.\d)")
 
 
 def _note_rationale(code: str, rationale: str, reading: TextReading) -> None:

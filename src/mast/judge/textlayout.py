@@ -432,30 +432,39 @@ _NEG_VALUE = (
     r"|negative|n/a|none)"
 )
 _VERB = rf"(?:(?:were|was|are|is|could{_S}+be|can{_S}+be){_S}+)?(?:\w+{_S}+)?"
-_SEEN = r"(?:apply|applies|applied|present|detected|observed|found|identified|seen|triggered)\b"
+_SEEN = r"(?:apply|applies|applied|present|detected|observed|found|identified|seen|triggered)"
 _IS = rf"{_S}*(?:[:=]|[-–—]|{_S}(?:are|were|is|was)){_S}*"
-_OTHERS = [
-    re.compile(
-        rf"\b(?:all{_S}+(?:of{_S}+)?(?:the{_S}+)?)?(?:other|remaining){_S}+(?:\d+{_S}+)?{_MODES}"
-        rf"{_IS}(?:all{_S}+|also{_S}+)?{_NEG_VALUE}\b",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        rf"\b(?:everything{_S}+else|the{_S}+rest|all{_S}+others|others|rest)"
-        rf"{_IS}(?:all{_S}+)?{_NEG_VALUE}\b",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        rf"\b(?:no|none{_S}+of{_S}+the){_S}+(?:other|remaining|additional|further){_S}+"
-        rf"(?:\d+{_S}+)?{_MODES}{_S}+{_VERB}{_SEEN}",
-        re.IGNORECASE,
-    ),
-]
-_NONE_AT_ALL = re.compile(
-    rf"\b(?:no|none{_S}+of{_S}+the(?:{_S}+\d+)?){_S}+{_MODES}{_S}+{_VERB}{_SEEN}",
-    re.IGNORECASE,
+# The sentences, each to be read between word boundaries (\b).
+_OTHERS_SENTENCES = (
+    rf"(?:all{_S}+(?:of{_S}+)?(?:the{_S}+)?)?(?:other|remaining){_S}+(?:\d+{_S}+)?{_MODES}"
+    rf"{_IS}(?:all{_S}+|also{_S}+)?{_NEG_VALUE}",
+    rf"(?:everything{_S}+else|the{_S}+rest|all{_S}+others|others|rest){_IS}(?:all{_S}+)?{_NEG_VALUE}",
+    rf"(?:no|none{_S}+of{_S}+the){_S}+(?:other|remaining|additional|further){_S}+"
+    rf"(?:\d+{_S}+)?{_MODES}{_S}+{_VERB}{_SEEN}",
 )
+_NONE_AT_ALL_SENTENCE = rf"(?:no|none{_S}+of{_S}+the(?:{_S}+\d+)?){_S}+{_MODES}{_S}+{_VERB}{_SEEN}"
+_OTHERS = [re.compile(rf"\b{s}\b", re.IGNORECASE) for s in _OTHERS_SENTENCES]
+_NONE_AT_ALL = re.compile(rf"\b{_NONE_AT_ALL_SENTENCE}\b", re.IGNORECASE)
+# Whatever can set Layout.others or Layout.none_at_all, without the \b assertions (so it
+# matches in any text that holds a part where the full patterns match) and with a
+# "Detected: none" list head reduced to its separator: the cheap test of may_set_defaults.
+_DEFAULT_CUES_SOURCE = "|".join(
+    [*_OTHERS_SENTENCES, _NONE_AT_ALL_SENTENCE, r"(?::|=|[-–—][ \t])[\[{(\s]*(?:none|nothing)"]
+)
+_DEFAULT_CUES = re.compile(_DEFAULT_CUES_SOURCE, re.IGNORECASE)
+_DEFAULT_CUES_LOWER = re.compile(_DEFAULT_CUES_SOURCE)  # every literal in it is lower case
 _EXCEPT = re.compile(r"\b(?:other\s+than|except|besides|apart\s+from|beyond)\b", re.IGNORECASE)
+
+
+def may_set_defaults(text: str, *, lowered: bool = False) -> bool:
+    """False only when no part of ``text`` can set ``others`` or ``none_at_all`` of a
+    :class:`Layout` (:func:`read_code_lists`, :func:`read_defaults`): one regex search.
+    ``lowered``: ``text`` is an ASCII text already in lower case (a faster search).
+
+    >>> may_set_defaults("All other modes are absent."), may_set_defaults("Step 3 ran.")
+    (True, False)
+    """
+    return (_DEFAULT_CUES_LOWER if lowered else _DEFAULT_CUES).search(text) is not None
 
 
 def read_defaults(text: str, layout: Layout) -> None:

@@ -156,19 +156,41 @@ def _name_pattern(name: str) -> str:
     return r"[\W_]*".join(re.escape(t) for t in tokens)
 
 
+_PUNCTUATION = str.maketrans(
+    {"\u00a0": " ", "\uff1a": ":"}
+    | dict.fromkeys("\u2018\u2019\u201b\u2032", "'")
+    | dict.fromkeys("\u201c\u201d\u201e", '"')
+)
+_STAR_BULLET = re.compile(r"^([ \t]*)\*(?=[ \t])", re.MULTILINE)
+_EMPHASIS = re.compile(r"\*+|`+|~~|(?<!\w)__|__(?!\w)")
+_HTML_EMPHASIS = re.compile(r"</?(?:b|strong|em|i|u)>", re.IGNORECASE)
+_FM_PREFIX = re.compile(r"\bFM[-\s_]?(?=\d{1,2}\.\d)")
+_LETTER_CODE = re.compile(r"\b([ABC])\.(?=\d{1,2}\.\d)")
+
+
 def normalize_markup(text: str) -> str:
-    """Drop markdown emphasis and unify punctuation so that the layout rules see plain text."""
+    """Drop markdown emphasis and unify punctuation so that the layout rules see plain text.
+
+    >>> normalize_markup("* **1.3** Step Repetition: \u201cyes\u201d")
+    '- 1.3 Step Repetition: "yes"'
+    """
+    # Each rewrite runs only on a text that holds what it rewrites (the echo search
+    # normalizes every block of a trace, most of which hold none of it).
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = text.replace("\u00a0", " ").replace("\uff1a", ":")
-    text = re.sub(r"[\u2018\u2019\u201b\u2032]", "'", text)
-    text = re.sub(r"[\u201c\u201d\u201e]", '"', text)
-    # A "*" bullet is a bullet; other asterisks are emphasis.
-    text = re.sub(r"^([ \t]*)\*(?=[ \t])", r"\1-", text, flags=re.MULTILINE)
-    text = re.sub(r"\*+|`+|~~|(?<!\w)__|__(?!\w)", "", text)
-    text = re.sub(r"</?(?:b|strong|em|i|u)>", "", text, flags=re.IGNORECASE)
+    if not text.isascii():
+        text = text.translate(_PUNCTUATION)
+    if "*" in text:
+        # A "*" bullet is a bullet; other asterisks are emphasis.
+        text = _STAR_BULLET.sub(r"\1-", text)
+    if "*" in text or "`" in text or "~~" in text or "__" in text:
+        text = _EMPHASIS.sub("", text)
+    if "<" in text:
+        text = _HTML_EMPHASIS.sub("", text)
     # "FM-1.3" / "FM 1.3" / "FM1.3" / "FM_1.3" are the same code; "C.1.1" is "C. 1.1".
-    text = re.sub(r"\bFM[-\s_]?(?=\d{1,2}\.\d)", "", text)
-    text = re.sub(r"\b([ABC])\.(?=\d{1,2}\.\d)", r"\1. ", text)
+    if "FM" in text:
+        text = _FM_PREFIX.sub("", text)
+    if "A." in text or "B." in text or "C." in text:
+        text = _LETTER_CODE.sub(r"\1. ", text)
     return text
 
 
