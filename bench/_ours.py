@@ -93,6 +93,15 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         "cost_unknown": run.summary.cost_unknown,
         "usage": usage,
         "windows": sum(a.windows for a in run),
+        # Per trace, so the cost benchmark can price a subset (e.g. without the ~1 MB traces).
+        "usage_by_trace": {
+            a.trace_id: [
+                a.usage.input_tokens or 0,
+                a.usage.cached_input_tokens or 0,
+                a.usage.output_tokens or 0,
+            ]
+            for a in run
+        },
         "per_trace_s": per_trace,
         "fewshot": [ex.id for ex in j.examples],
     }
