@@ -14,7 +14,7 @@ stay in the judge):
   exponential backoff and jitter, honouring ``Retry-After``; a trace whose calls still
   fail gets an error record with the reason, and the run goes on;
 * **results store** (``out=``): append-only JSONL, one record per (trace, judge config),
-  fsynced per line; a rerun skips what is done, tries transport failures (dropped
+  flushed per line and fsynced by a thread right after (the loop never waits for the disk); a rerun skips what is done, tries transport failures (dropped
   connections, timeouts, 429, 5xx) again, and keeps other failures until
   ``retry_failed=True`` redoes them; a results file that cannot be written stops the run
   (``"output"``) with the answer kept; two different traces with one id are an error;
@@ -262,7 +262,8 @@ async def _annotate_once(
         judge.provider.client()
     if isinstance(traces, Sequence):
         check_unique(traces)  # before anything is paid for (a lazy input stops at it)
-    store = ResultsStore(out) if out is not None else None
+    # fsync in a thread: the event loop never waits for the disk (lines are flushed at once).
+    store = ResultsStore(out, background_fsync=True) if out is not None else None
     opened_cache: ResponseCache | None = None
     try:
         response_cache, owned = open_cache(cache)

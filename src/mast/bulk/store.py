@@ -3,7 +3,9 @@
 Only this module knows the on-disk format. Each record is keyed by ``(trace_id, config
 hash)`` — the hash of the judge settings that can change an answer, stored as
 ``judge["config_hash"]`` — so rerunning the same command resumes where it stopped. Every
-line is written in one call, flushed and fsynced before the runner moves on. A process
+line is written in one call, flushed and fsynced before the runner moves on (or, with
+``background_fsync=True`` as bulk runs use it, flushed at once and fsynced by a thread a
+moment later, see :mod:`mast.bulk.syncer`). A process
 killed mid-write leaves at most a torn last line: readers ignore it, and opening the file
 for writing again completes it (if it is a whole record) or cuts it off, so the file stays
 appendable. Nothing is ever rewritten in place; a record written later for the same key
@@ -36,6 +38,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from mast.bulk.syncer import BackgroundSync
 from mast.errors import MastError
 from mast.judge.annotation import SCHEMA_VERSION, Annotation
 
@@ -233,9 +236,12 @@ class ResultsStore:
     can ask :meth:`get` for a key's latest record.
     """
 
-    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, fsync: bool = True, background_fsync: bool = False
+    ) -> None:
         self.path = Path(path)
         self._fsync = fsync
+        self._syncer: BackgroundSync | None = None
         self.repaired: str | None = None
         """What was done to a torn last line on opening (None = nothing to repair)."""
         self.skipped_lines = 0
@@ -259,6 +265,8 @@ class ResultsStore:
             raise
         if created and fsync:
             _fsync_dir(self.path.parent)
+        if fsync and background_fsync:
+            self._syncer = BackgroundSync(self._file.fileno())
 
     def _lock(self) -> None:
         try:
@@ -328,16 +336,31 @@ class ResultsStore:
         return list(self._index.values())
 
     def append(self, annotation: Annotation) -> None:
-        """Write one record as one line; flushed and fsynced before returning."""
+        """Write one record as one line; flushed and fsynced before returning (fsynced
+        soon after, in a thread, with ``background_fsync``). An ``OSError`` means the
+        record may not be on disk (a failed background fsync shows at the next append)."""
+        if self._syncer is not None and self._syncer.error is not None:
+            raise self._syncer.error
         line = annotation.model_dump_json().encode("utf-8") + b"\n"
         self._file.seek(0, os.SEEK_END)
         self._file.write(line)
-        self._flush()
+        if self._syncer is not None:
+            self._file.flush()  # a killed process loses nothing from here on
+            self._syncer.request()
+        else:
+            self._flush()
         self._index[record_key(annotation)] = annotation
 
     def close(self) -> None:
-        """Release the lock and close the file."""
-        if not self._file.closed:
+        """Make every record durable, release the lock and close the file."""
+        if self._file.closed:
+            return
+        try:
+            if self._syncer is not None:
+                self._syncer.close()
+                with contextlib.suppress(OSError):  # a full disk showed at append already
+                    self._flush()
+        finally:
             self._file.close()
 
     def __enter__(self) -> ResultsStore:
