@@ -14,8 +14,9 @@ stay in the judge):
   exponential backoff and jitter, honouring ``Retry-After``; a trace whose calls still
   fail gets an error record with the reason, and the run goes on;
 * **results store** (``out=``): append-only JSONL, one record per (trace, judge config),
-  flushed per line and fsynced by a thread right after (the loop never waits for the disk); a rerun skips what is done, tries transport failures (dropped
-  connections, timeouts, 429, 5xx) again, and keeps other failures until
+  flushed per line and fsynced by a thread right after (the loop never waits for the
+  disk); a rerun skips what is done, tries transport failures (dropped connections,
+  timeouts, 429, 5xx) again, and keeps other failures until
   ``retry_failed=True`` redoes them; a results file that cannot be written stops the run
   (``"output"``) with the answer kept; two different traces with one id are an error;
 * **response cache** (``cache=``): answers are stored before they are used, so a crash
