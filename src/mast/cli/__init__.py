@@ -7,10 +7,13 @@ returns the process exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from mast.errors import MastError
 
@@ -128,8 +131,32 @@ def _extra_commands() -> list[
     ]
 
 
+def _warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Print a warning as one line, ``warning: Category: message``: the category tells what
+    kind of thing happened; mast's source file and line do not help a command-line user."""
+    stream = file if file is not None else sys.stderr
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nowhere to say it
+        stream.write(f"warning: {category.__name__}: {' '.join(str(message).split())}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mast`` command."""
+    shown = warnings.showwarning
+    warnings.showwarning = _warning_line
+    try:
+        return _main(argv)
+    finally:
+        warnings.showwarning = shown
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:

@@ -18,6 +18,7 @@ import json
 import urllib.parse
 from collections.abc import Iterable
 
+from mast.judge import log_scrub
 from mast.judge.providers._base import Completion
 from mast.judge.redact import Redactor
 
@@ -63,6 +64,9 @@ class Scrubber:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         kept = [s for s in secrets if len(s) >= _MIN_LENGTH and s not in _NOT_SECRET]
+        if kept:  # the log filter scrubs them too, on the SDK loggers imported by now
+            log_scrub.register(kept)
+            log_scrub.install()
         self.literals = {s: "api_key" for s in kept}
         """The credentials themselves, as ``{value: "api_key"}`` (for a trace redactor)."""
         forms: dict[str, str] = {}
