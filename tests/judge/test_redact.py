@@ -213,6 +213,31 @@ NEGATIVES = [
 ]
 
 
+# Real passwords may start with a character a placeholder starts with (AppWorld's MAD traces
+# carry "$F!HiVT" and "%VH3es3"): only a whole reference or mask is left alone.
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ("$F!HiVT", False),
+        ("%VH3es3", False),
+        ("#abc123Z", False),
+        ("[x]y7Qz!", False),
+        ("$HOME", True),
+        ("${DB_PASS}", True),
+        ("$(cat /run/secrets/db)", True),
+        ("%APPDATA%", True),
+        ("<your password>", True),
+        ("{{ secrets.DB }}", True),
+        ("***", True),
+    ],
+)
+def test_password_values_that_start_like_placeholders(value: str, kept: bool) -> None:
+    text = json.dumps({"account_name": "spotify", "password": value})
+    out, counts = red(text)
+    assert (out == text) is kept, out
+    assert counts == ({} if kept else {"password": 1})
+
+
 @pytest.mark.parametrize("text", NEGATIVES)
 def test_near_misses_are_left_alone(text: str) -> None:
     out, counts = red(text)

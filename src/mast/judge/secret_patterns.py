@@ -117,7 +117,11 @@ class SecretPattern:
 # --------------------------------------------------------------------------- checks
 
 _PLACEHOLDER_LIKE = re.compile(
-    r"""^(?:\[|\$|%|\{|<|\*{3}|x{6}|X{6}|\.\.\.|…|#)"""  # [PAD], $VAR, ${VAR}, <key>, ***
+    # A reference or mask, not a value: [PAD], $VAR, ${VAR}, $(cmd), %VAR%, {{ x }}, <key>,
+    # ***, xxxxxx, "# comment". A bare leading $ or % is not enough: "$F!HiVT" is a password.
+    r"""^(?:\$\w+\b(?![^\w/.:\-])|\$\{[^}]*\}|\$\([^)]*\)|%\w+%)"""
+    r"""|^(?:\[[^\]]*\]|\{\{?[^}]*\}\}?|<[^>]*>)$"""
+    r"""|^(?:\*{3}|x{6}|X{6}|\.\.\.|…|#(?:\s|$))"""
     r"""|^[A-Z]+(?:_[A-Z0-9]+)*$"""  # YOUR_API_KEY, PASSWORD (a name, not a value)
     r"""|^(?:[A-Za-z_][A-Za-z_]*\.)+[A-Za-z_]+$""",  # os.environ, settings.API_KEY (code)
 )
