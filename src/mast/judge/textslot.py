@@ -230,7 +230,7 @@ def _skip_punct(text: str, pos: int) -> int:
 _Slot = tuple["bool | None", str, str, str, str]
 
 
-def _read_slot(rest: str, *, task_line: bool) -> _Slot:
+def _read_slot(rest: str, *, task_line: bool, nested: bool = False) -> _Slot:
     labelled = _LABELLED.match(rest)
     if labelled:
         value_text = rest[labelled.start("value") :]
@@ -250,15 +250,15 @@ def _read_slot(rest: str, *, task_line: bool) -> _Slot:
         if labels and all(s[1] == "ok" for s in labels) and len({s[0] for s in labels}) == 1:
             return labels[0][0], "ok", "", why, "label"
         return value, status, detail, why, "sentence"
-    why = _clean_rationale(rest)
     heading, _, below = rest.partition("\n")
     if below and _looks_like_heading(heading):
         # "### B. Task completed\nNo" / "#### 1.3 Custom Name\nYes": the answer opens the next line.
-        nested = _read_slot(below.lstrip(" \t-*>:"), task_line=task_line)
-        if nested[1] != "missing":
-            return (*nested[:4], "nested")
+        inner = _read_slot(below.lstrip(" \t-*>:"), task_line=task_line, nested=True)
+        if inner[1] != "missing":
+            return (*inner[:4], "nested")
     labels = [_read_labelled(rest, m) for m in _ANY_LABEL.finditer(rest)]
     if labels:
+        why = _clean_rationale(rest)
         for slot in labels:
             if slot[1] != "ok":
                 return slot[0], slot[1], slot[2], why, "label"
@@ -267,16 +267,19 @@ def _read_slot(rest: str, *, task_line: bool) -> _Slot:
         return labels[0][0], "ok", "", why, "label"
     if task_line:
         if _TASK_NOT_DONE.search(rest):
-            return False, "ok", "", why, "first"
+            return False, "ok", "", _clean_rationale(rest), "first"
         if _TASK_DONE.search(rest):
-            return True, "ok", "", why, "first"
+            return True, "ok", "", _clean_rationale(rest), "first"
     paragraph = rest.strip().split("\n\n", 1)[0].strip()
     ending = _TAIL.search(paragraph)
     if ending:
         if _TAIL_BOTH.search(paragraph[: ending.start()]):
-            return None, "ambiguous", "gave both yes and no", why, "tail"
-        return ending.group(1).lower() in TRUE_WORDS, "ok", "", why, "tail"
+            return None, "ambiguous", "gave both yes and no", _clean_rationale(rest), "tail"
+        return ending.group(1).lower() in TRUE_WORDS, "ok", "", _clean_rationale(rest), "tail"
     if rest.strip():
+        # A nested reading that finds nothing is dropped by its caller: no rationale needed
+        # (cleaning it at every level of a long run of heading-like lines was quadratic).
+        why = "" if nested else _clean_rationale(rest)
         return None, "missing", "no yes/no answer found", why, "first"
     return None, "missing", "no answer given", "", "first"
 
