@@ -5,8 +5,12 @@
 * :func:`write_mad_file` writes a MAD-format file of a given size by repeating the shared
   records with new ids (for the memory benchmark).
 
-Traces are cut from, or repeated out of, real trajectories at line boundaries, so every
-framework's log layout (and so its segmenter) is exercised. Labels are random 0/1 (the
+Traces are cut from real trajectories at line boundaries, so every framework's log layout
+(and so its segmenter) is exercised. A trace is cut from a trajectory at least as long as it
+(the frameworks are taken in turn, skipping those too short), so nothing is repeated inside a
+trace, except in the ~1 MB traces: no real trajectory here is that long (the longest, ChatDev,
+is 173k characters), so those repeat it about six times, and compact rendering shows the
+repeats once. The benchmarks say so where it matters (cost). Labels are random 0/1 (the
 benchmarks never score them).
 """
 
@@ -59,14 +63,24 @@ def sources() -> list[Source]:
 
 
 def _sized(text: str, size: int, rng: random.Random) -> str:
-    """About ``size`` characters of ``text`` from a random line on, cut at a line end
-    (``text`` repeated as often as needed), so no two traces are the same."""
+    """About ``size`` characters of ``text`` from a random line on, cut at a line end, so no
+    two traces are the same (``text`` repeated only when it is shorter than ``size``)."""
     starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-    start = rng.choice(starts[: max(1, len(starts) - 1)])
+    # A start that leaves room for the whole cut, so a text long enough is never wrapped.
+    room = [i for i in starts if i + size <= len(text)]
+    start = rng.choice(room or starts[: max(1, len(starts) - 1)])
     repeats = math.ceil((size + start) / (len(text) + 1)) + 1
     body = "\n".join([text] * repeats)[start:]
     cut = body.rfind("\n", 0, size)
     return body[: cut if cut > size // 2 else size]
+
+
+def source_for(src: list[Source], i: int, size: int) -> Source:
+    """The ``i``-th framework in turn, or the next one long enough for ``size`` characters
+    (the longest when none is)."""
+    turn = [src[(i + k) % len(src)] for k in range(len(src))]
+    fits = [s for s in turn if len(s.text) >= size]
+    return fits[0] if fits else max(src, key=lambda s: len(s.text))
 
 
 def record(source: Source, trace_id: int, text: str, rng: random.Random) -> dict[str, Any]:
@@ -100,10 +114,11 @@ def sizes(n: int, *, seed: int = 0, big: int | None = None) -> list[int]:
 def mad_sized_records(n: int, *, seed: int = 0, big: int | None = None) -> list[dict[str, Any]]:
     rng = random.Random(seed + 1)
     src = sources()
-    return [
-        record(src[i % len(src)], 100_000 + i, _sized(src[i % len(src)].text, size, rng), rng)
-        for i, size in enumerate(sizes(n, seed=seed, big=big))
-    ]
+    out = []
+    for i, size in enumerate(sizes(n, seed=seed, big=big)):
+        source = source_for(src, i, size)
+        out.append(record(source, 100_000 + i, _sized(source.text, size, rng), rng))
+    return out
 
 
 def write_mad_sized(path: Path, n: int, *, seed: int = 0, big: int | None = None) -> dict[str, Any]:
@@ -124,10 +139,10 @@ def write_uniform(path: Path, n: int, chars: int, *, seed: int = 0) -> None:
     """``n`` traces of about ``chars`` characters each (cut from every framework in turn)."""
     rng = random.Random(seed)
     src = sources()
-    records = [
-        record(src[i % len(src)], 200_000 + i, _sized(src[i % len(src)].text, chars, rng), rng)
-        for i in range(n)
-    ]
+    records = []
+    for i in range(n):
+        source = source_for(src, i, chars)
+        records.append(record(source, 200_000 + i, _sized(source.text, chars, rng), rng))
     path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
 
 
