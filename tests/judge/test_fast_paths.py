@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mast.judge.compact import _VOLATILE
+from mast.judge.redact import Redactor
+from mast.traces.model import Step, Trace
+from redaction_corpus import lookalikes, secrets
 
 # compact._VOLATILE before the lookahead that lets the regex engine skip ahead.
 PLAIN_VOLATILE = re.compile(
@@ -33,3 +37,58 @@ VOLATILE_PIECES = [
 @given(st.lists(st.sampled_from(VOLATILE_PIECES) | st.text(max_size=4), max_size=20).map("".join))
 def test_volatile_values_are_found_as_before(text: str) -> None:
     assert _VOLATILE.sub("0", text) == PLAIN_VOLATILE.sub("0", text)
+
+
+class _EveryPattern(Redactor):
+    """Redaction without the per-trace pre-check: every pattern checks every text."""
+
+    def _absent(self, texts: list[str]) -> tuple[bool, ...]:
+        return (False,) * len(self.patterns)
+
+
+CASES = [*secrets(), *lookalikes(), *secrets("holdout.yaml"), *lookalikes("holdout.yaml")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(CASES), min_size=1, max_size=6), st.booleans())
+def test_trace_precheck_redacts_as_every_pattern_on_every_text(cases: list, key: bool) -> None:
+    # Several cases in one trace: prefixes found in one text must not skip patterns in
+    # another, and a replacement (which can create new prefixes) ends the pre-check.
+    steps = [s for case in cases for s in case.trace().steps]
+    steps = [s.model_copy(update={"index": i, "id": f"s{i + 1}"}) for i, s in enumerate(steps)]
+    first = cases[0].trace()
+    trace = Trace(id="t", task=first.task, system=first.system, steps=steps)
+    literals = {"sk-test-literal-key-0123456789": "openai_key"} if key else {}
+    fast, plain = Redactor(literals=literals), _EveryPattern(literals=literals)
+    got, got_counts = fast.redact_trace(trace)
+    want, want_counts = plain.redact_trace(trace)
+    assert got.model_dump() == want.model_dump() and got_counts == want_counts
+
+
+def test_trace_precheck_skips_patterns_whose_prefixes_are_absent() -> None:
+    r = Redactor()
+    absent = r._absent(["plain words only", "and more of them"])
+    assert sum(absent) > len(r.patterns) // 2
+    kinds = {
+        p.kind for p, skip in zip(r.patterns, r._absent(["ghp_x", "x"]), strict=True) if not skip
+    }
+    assert "github_token" in kinds and "slack_token" not in kinds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The github_token placeholder brings the prefix "token" of the secret-by-name rule.
+        "push with ghp_" + "a1B2" * 9 + "=abcdef1234 now",
+        # The literal's placeholder brings the prefix "secret".
+        "x Zq9vX2mK7wP4=abcdef1234",
+    ],
+)
+def test_a_placeholder_can_bring_the_prefix_of_a_later_pattern(text: str) -> None:
+    literals = {"Zq9vX2mK7wP4": "secret"}
+    trace = Trace(id="t", steps=[Step.make(0, text, agent="a"), Step.make(1, "plain", agent="b")])
+    got, counts = Redactor(literals=literals).redact_trace(trace)
+    want, want_counts = _EveryPattern(literals=literals).redact_trace(trace)
+    assert got.steps[0].content == want.steps[0].content
+    assert got.steps[0].content.endswith(("=[REDACTED:secret] now", "=[REDACTED:secret]"))
+    assert counts == want_counts

@@ -98,6 +98,12 @@ class Redactor:
         )
         # Longest first, so a literal that contains another is replaced whole.
         self._literals = sorted(((s, k) for s, k in pairs if s), key=lambda p: -len(p[0]))
+        # The distinct literal prefixes of the patterns: of those that run on the text as
+        # written, and of those that run on its lower-cased copy.
+        self._needles: tuple[frozenset[str], frozenset[str]] = (
+            frozenset(n for p in self.patterns if not p.caseless for n in p.needles or ()),
+            frozenset(n for p in self.patterns if p.caseless for n in p.needles or ()),
+        )
 
     @classmethod
     def off(cls, *, literals: Mapping[str, str] | Iterable[str] = ()) -> Redactor:
@@ -132,16 +138,30 @@ class Redactor:
         counts: Counter[str] = Counter()
         return Redaction(self._redact(text, counts), dict(counts))
 
-    def _redact(self, text: str, counts: Counter[str], depth: int = 0) -> str:
+    def _redact(
+        self,
+        text: str,
+        counts: Counter[str],
+        depth: int = 0,
+        absent: tuple[bool, ...] | None = None,
+    ) -> str:
+        """``absent`` (from :meth:`_absent`, for a text that is part of a larger one): per
+        pattern, whether none of its literal prefixes occur in the larger text. It holds
+        only as long as ``text`` is unchanged, so it is dropped at the first replacement."""
         if not text:
             return text
+        before = text
         text = self._replace_literals(text, counts)
         if not self.patterns:
             return text
         if "\\" in text and depth < _MAX_DEPTH:
             text = self._redact_json_strings(text, counts, depth)
+        if text is not before:
+            absent = None
         lowered: str | None = None
-        for pattern in self.patterns:
+        for i, pattern in enumerate(self.patterns):
+            if absent is not None and absent[i]:
+                continue
             haystack = text
             if pattern.caseless:
                 if lowered is None:
@@ -150,8 +170,18 @@ class Redactor:
                 haystack = lowered if len(lowered) == len(text) else _ascii_lower(text)
             spans = pattern.spans(text, haystack)
             if spans:
-                text, lowered = _replace(text, spans, pattern.kind, counts), None
+                text, lowered, absent = _replace(text, spans, pattern.kind, counts), None, None
         return text
+
+    def _absent(self, texts: list[str]) -> tuple[bool, ...]:
+        """Per pattern, whether none of its literal prefixes occur in any of ``texts``: one
+        substring test per distinct prefix for all the texts of a trace together, instead
+        of one per pattern for each text."""
+        joined = "\n".join(texts)
+        lowered = joined.lower()  # contains the lower-cased form of each of the texts
+        found = {n for n in self._needles[0] if n in joined}
+        found |= {n for n in self._needles[1] if n in lowered}
+        return tuple(p.needles is not None and found.isdisjoint(p.needles) for p in self.patterns)
 
     def _replace_literals(self, text: str, counts: Counter[str]) -> str:
         for secret, kind in self._literals:
@@ -163,17 +193,21 @@ class Redactor:
     def _redact_json_strings(self, text: str, counts: Counter[str], depth: int) -> str:
         """Decode each JSON string literal that has escapes, redact it as a text of its own
         (so names and quotes inside it are seen as they are) and encode it again."""
-        pieces: list[str] = []
-        pos = 0
+        found: list[tuple[re.Match[str], str]] = []
         for match in _JSON_STRING.finditer(text):
             literal = match.group(0)
             if "\\" not in literal:
                 continue
             try:
-                decoded = json.loads(literal)
+                found.append((match, json.loads(literal)))
             except ValueError:
                 continue
-            new = self._redact(decoded, counts, depth + 1)
+        # The pre-check for all the decoded strings of this text together.
+        absent = self._absent([decoded for _, decoded in found]) if len(found) > 1 else None
+        pieces: list[str] = []
+        pos = 0
+        for match, decoded in found:
+            new = self._redact(decoded, counts, depth + 1, absent)
             if new != decoded:
                 pieces += (text[pos : match.start()], json.dumps(new, ensure_ascii=False))
                 pos = match.end()
@@ -193,17 +227,23 @@ class Redactor:
         counts: Counter[str] = Counter()
         if not self.enabled:
             return trace, {}
+        texts = [v for v in (trace.task, trace.system, trace.benchmark) if v]
+        for step in trace.steps:
+            texts += [v for v in (step.content, step.agent, step.role, step.tool_name) if v]
+            if isinstance(step.tool_args, str):
+                texts.append(step.tool_args)
+        absent = self._absent(texts)
         updates: dict[str, Any] = {}
         for name in ("task", "system", "benchmark"):
             value = getattr(trace, name)
             if value:
-                new = self._redact(value, counts)
+                new = self._redact(value, counts, absent=absent)
                 if new != value:
                     updates[name] = new
         steps: list[Step] = []
         changed = False
         for step in trace.steps:
-            new_step = self._redact_step(step, counts)
+            new_step = self._redact_step(step, counts, absent)
             changed = changed or new_step is not step
             steps.append(new_step)
         if changed:
@@ -212,25 +252,25 @@ class Redactor:
             return trace, {}
         return trace.model_copy(update=updates), dict(counts)
 
-    def _redact_step(self, step: Step, counts: Counter[str]) -> Step:
+    def _redact_step(self, step: Step, counts: Counter[str], absent: tuple[bool, ...]) -> Step:
         updates: dict[str, Any] = {}
         for name in ("content", "agent", "role", "tool_name"):
             value = getattr(step, name)
             if value:
-                new = self._redact(value, counts)
+                new = self._redact(value, counts, absent=absent)
                 if new != value:
                     updates[name] = new
         if step.tool_args is not None:
-            args = self._redact_args(step.tool_args, counts)
+            args = self._redact_args(step.tool_args, counts, absent)
             if args is not step.tool_args:
                 updates["tool_args"] = args
         return step.model_copy(update=updates) if updates else step
 
-    def _redact_args(self, args: Any, counts: Counter[str]) -> Any:
+    def _redact_args(self, args: Any, counts: Counter[str], absent: tuple[bool, ...]) -> Any:
         """Tool arguments: redact their JSON text (so ``"aws_secret_access_key": "…"`` keeps
         its context), falling back to string by string if that breaks the JSON."""
         if isinstance(args, str):
-            new = self._redact(args, counts)
+            new = self._redact(args, counts, absent=absent)
             return args if new == args else new
         try:
             dumped = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
