@@ -47,6 +47,10 @@ class Config:
     bootstrap: int = 2000
     baseline_resamples: int = 100
     big_traces: int | None = None  # ~1 MB traces among the MAD-size ones (None: 1 in 50)
+    wide_concurrency: int = 128  # the second throughput setting of issue 21
+    wide_latency: float = 2.0
+    wide_whole_rounds: bool = True  # also N = 2·C, where N·L/C = ⌈N/C⌉·L
+    thread_only: bool = True  # also ours without the process pool (long traces in a thread)
     distributed_traces: int = 200
     profile: bool = True
     mode: str = "full"
@@ -61,6 +65,7 @@ class Config:
                 model=model,
                 work=work,
                 throughput_traces=20,
+                wide_whole_rounds=False,
                 overhead_traces=30,
                 memory_bytes=20_000_000,
                 cost_traces=20,
@@ -76,6 +81,8 @@ class Config:
             work=work,
             throughput_traces=6,
             latency=0.05,
+            wide_latency=0.05,
+            wide_whole_rounds=False,
             overhead_traces=6,
             warmup=1,
             memory_bytes=2_000_000,
@@ -127,6 +134,69 @@ def _bill(usage: list[dict[str, Any]], model: str, side: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------ 1 throughput
+def _proc_cpu(pid: int) -> float | None:
+    """CPU seconds process ``pid`` has used so far (Linux; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _ours_many(
+    cfg: Config, mad: Path, server: ServerProcess, conc: int, workdir: Path, *extra: str
+) -> dict[str, Any]:
+    """One annotate_many run of ours (child process), with the server's CPU during it."""
+    pid = server._proc.pid if server._proc is not None else None
+    before = _proc_cpu(pid) if pid is not None else None
+    result: dict[str, Any] = python_child(
+        [
+            "many",
+            "--data",
+            str(mad),
+            "--base-url",
+            server.openai_base_url,
+            "--model",
+            cfg.model,
+            "--fewshot",
+            str(cfg.fewshot),
+            "--concurrency",
+            str(conc),
+            "--workdir",
+            str(_fresh(workdir)),
+            *extra,
+        ]
+    ).result
+    after = _proc_cpu(pid) if pid is not None else None
+    result["server_cpu_s"] = after - before if before is not None and after is not None else None
+    result.pop("per_trace_s", None)
+    result.pop("usage_by_trace", None)
+    return result
+
+
+def _cpu_story(ours: dict[str, Any], n: int, stats: dict[str, Any]) -> str:
+    """Where ours spent CPU in a throughput run: the measured reason for a miss."""
+    loop, pool, server = ours["loop_cpu_s"], ours["pool_cpu_s"], ours.get("server_cpu_s")
+    other = ours["cpu_s"] - loop
+    text = (
+        f"the event-loop thread used {loop:.2f} s of CPU ({loop / n * 1000:.1f} ms per trace; "
+        f"median trace {stats['median_chars'] // 1000}k chars, {stats['max_chars'] // 1000}k "
+        f"max), other threads {other:.2f} s, the worker process for long traces "
+        f"{pool:.2f} s"
+    )
+    if server is not None:
+        text += f", the server {server:.2f} s"
+    return text + f", on {os.cpu_count()} cores shared with other work"
+
+
+def _share_text(wall: float, ideal: float, bound: float) -> str:
+    return (
+        f"{fmt_s(wall)} wall: {ideal / wall:.0%} of N·L/C = {fmt_s(ideal)}, "
+        f"{bound / wall:.0%} of ⌈N/C⌉·L = {fmt_s(bound)}"
+    )
+
+
 def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str, Any]) -> None:
     work = _fresh(cfg.work / "throughput")
     mad = work / "mad.json"
@@ -134,37 +204,25 @@ def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str,
     examples = _official_examples(cfg, work)
     n, lat, conc = cfg.throughput_traces, cfg.latency, cfg.concurrency
     with ServerProcess(latency=lat, workdir=work) as server:
-        ours = python_child(
-            [
-                "many",
-                "--data",
-                str(mad),
-                "--base-url",
-                server.openai_base_url,
-                "--model",
-                cfg.model,
-                "--fewshot",
-                str(cfg.fewshot),
-                "--concurrency",
-                str(conc),
-                "--workdir",
-                str(_fresh(work / "ours")),
-            ]
-        ).result
+        ours = _ours_many(cfg, mad, server, conc, work / "ours")
+        thread = (
+            _ours_many(cfg, mad, server, conc, work / "thread", "--no-process-pool")
+            if cfg.thread_only
+            else None
+        )
         off = official.annotate(
             mad, base_url=server.openai_base_url, model=cfg.model, examples=examples
         ).result
         usage = server.usage()
-    ours.pop("per_trace_s")
     off_per = off.pop("per_trace_s")
     ideal = n * lat / conc
     floor = math.ceil(n / conc) * lat
     speedup = off["wall_s"] / ours["wall_s"]
     efficiency = ideal / ours["wall_s"]
-    cpu = ours["cpu_s"] / n
     data["throughput"] = {
         "corpus": stats,
         "ours": ours,
+        "ours_thread_only": thread,
         "official": off,
         "official_median_call_s": median(off_per),
         "ideal_s": ideal,
@@ -175,13 +233,7 @@ def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str,
         },
     }
     ok = ours["statuses"].get("ok", 0)
-    why = (
-        f"CPU-bound: ours spends {cpu * 1000:.0f} ms of CPU per trace (median trace "
-        f"{stats['median_chars'] // 1000}k chars, {stats['max_chars'] // 1000}k max) in one "
-        f"event-loop thread, {ours['cpu_s']:.1f} s for {n} traces, on {os.cpu_count()} cores "
-        "shared with the server process and other work; a long trace blocks the loop while "
-        "it is rendered and sent (profile below)"
-    )
+    why = "CPU-bound: " + _cpu_story(ours, n, stats)
     rows.append(
         Row(
             "throughput",
@@ -197,15 +249,84 @@ def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str,
     rows.append(
         Row(
             "throughput",
-            f"Throughput: share of the ideal N·L/C = {fmt_s(ideal)}",
-            f"{efficiency:.0%} of ideal ({fmt_s(ours['wall_s'])})",
-            f"ideal {fmt_s(ideal)}; with whole waves ⌈N/C⌉·L = {fmt_s(floor)}",
+            f"Throughput: {n} MAD-size traces, C={conc}, L={lat:g} s — share of the ideal N·L/C",
+            _share_text(ours["wall_s"], ideal, floor),
+            f"ideal N·L/C = {fmt_s(ideal)}; with whole rounds ⌈N/C⌉·L = {fmt_s(floor)}",
             f"{efficiency:.2f}",
-            "≥ 85% of ideal",
+            f"≥ 85% of N·L/C (C={conc}, L={lat:g} s)",
             efficiency >= 0.85,
             "" if efficiency >= 0.85 else why,
         )
     )
+    if thread is not None:
+        rows.append(
+            Row(
+                "throughput",
+                "Throughput: the same, ours with and without its process pool for long "
+                "traces (process_pool=False: in a thread)",
+                f"with: {fmt_s(ours['wall_s'])}, {ours['cpu_s']:.2f} s CPU in the process "
+                f"+ {ours['pool_cpu_s']:.2f} s in the worker",
+                f"without: {fmt_s(thread['wall_s'])}, {thread['cpu_s']:.2f} s CPU in the "
+                "process (all under one interpreter lock)",
+                f"{thread['wall_s'] / ours['wall_s']:.2f}× faster with",
+                "reported",
+                None,
+                f"without the pool: {_cpu_story(thread, n, stats)}",
+            )
+        )
+    _throughput_wide(cfg, work, mad, stats, rows, data)
+
+
+def _throughput_wide(
+    cfg: Config,
+    work: Path,
+    mad: Path,
+    stats: dict[str, Any],
+    rows: list[Row],
+    data: dict[str, Any],
+) -> None:
+    """Issue 21's second setting, C=128 and L=2 s: ours against N·L/C and ⌈N/C⌉·L."""
+    conc, lat = cfg.wide_concurrency, cfg.wide_latency
+    runs = [(cfg.throughput_traces, mad, stats)]
+    if cfg.wide_whole_rounds and cfg.throughput_traces % conc:
+        # At N = 2·C every request fits in whole rounds: N·L/C is reachable there.
+        whole = work / "mad_whole_rounds.json"
+        runs.append((2 * conc, whole, _corpus.write_mad_sized(whole, 2 * conc)))
+    out = data.setdefault("throughput_wide", {"concurrency": conc, "latency": lat, "runs": []})
+    with ServerProcess(latency=lat, workdir=work) as server:
+        for n, path, corpus in runs:
+            ours = _ours_many(cfg, path, server, conc, work / f"wide_{n}")
+            ideal, bound = n * lat / conc, math.ceil(n / conc) * lat
+            share = ideal / ours["wall_s"]
+            out["runs"].append(
+                {"traces": n, "corpus": corpus, "ours": ours, "ideal_s": ideal, "bound_s": bound}
+            )
+            reachable = bound <= ideal / 0.85
+            if share >= 0.85:
+                note = ""
+            elif not reachable:
+                note = (
+                    f"unreachable at N={n}: {n} requests need ⌈N/C⌉ = {math.ceil(n / conc)} "
+                    f"round(s) of L, so no run can beat {fmt_s(bound)}, which is "
+                    f"{ideal / bound:.0%} of N·L/C; ours reached {bound / ours['wall_s']:.0%} "
+                    f"of that bound ({_cpu_story(ours, n, corpus)})"
+                )
+            else:
+                note = "CPU-bound: " + _cpu_story(ours, n, corpus)
+            ok = ours["statuses"].get("ok", 0)
+            rows.append(
+                Row(
+                    "throughput",
+                    f"Throughput: {n} MAD-size traces, C={conc}, L={lat:g} s — share of the "
+                    "ideal N·L/C" + (" (N a multiple of C)" if n % conc == 0 else ""),
+                    _share_text(ours["wall_s"], ideal, bound) + f" ({ok}/{n} ok)",
+                    f"ideal N·L/C = {fmt_s(ideal)}; with whole rounds ⌈N/C⌉·L = {fmt_s(bound)}",
+                    f"{share:.2f}",
+                    f"≥ 85% of N·L/C (C={conc}, L={lat:g} s)",
+                    share >= 0.85,
+                    note,
+                )
+            )
 
 
 # ------------------------------------------------------------------------ 2 overhead
@@ -257,7 +378,7 @@ def overhead(cfg: Config, official: Official, rows: list[Row], data: dict[str, A
         "profile_shares": prof["profile"],
         "warmup_excluded": w,
     }
-    target = 0.020
+    target = 0.010  # issue 21 (issue 9 asked for 20 ms)
     rows.append(
         Row(
             "overhead",
@@ -266,7 +387,7 @@ def overhead(cfg: Config, official: Official, rows: list[Row], data: dict[str, A
             f"median {fmt_s(m_ours)}, p95 {fmt_s(p_ours)}",
             f"median {fmt_s(m_off)}, p95 {fmt_s(p_off)} (render + call + parse only)",
             fmt_ratio(m_ours / m_off),
-            "≤ 20 ms median (ours)",
+            "≤ 10 ms median (ours)",
             m_ours <= target,
             "" if m_ours <= target else f"where ours spends the time (profiled): {top}",
         )
@@ -342,8 +463,12 @@ def memory(cfg: Config, official: Official, rows: list[Row], data: dict[str, Any
             f"{fmt_s(lt.result['cpu_s'])} CPU, {lt.max_rss_mb:.0f} MB",
             f"{fmt_s(jc.result['cpu_s'])} CPU, {jc.max_rss_mb:.0f} MB",
             fmt_ratio(lt.result["cpu_s"] / jc.result["cpu_s"]),
-            "reported",
-            None,
+            "≤ 1.15× (CPU)",  # issue 21: streaming + segmentation vs json.load + the same
+            lt.result["cpu_s"] / jc.result["cpu_s"] <= 1.15,
+            ""
+            if lt.result["cpu_s"] / jc.result["cpu_s"] <= 1.15
+            else "streaming (ijson) plus segmenting every log costs more CPU than json.load "
+            "plus the same segmenting; see the profile of mast.traces.loaders",
         )
     )
 

@@ -29,6 +29,7 @@ sys.path.insert(0, str(BENCH.parent / "src"))  # measure the checkout, not an in
 import _benchmarks  # noqa: E402
 from _common import Row, machine  # noqa: E402
 from _official import Official  # noqa: E402
+from _targets import target_lines  # noqa: E402
 
 # Never let a real key or endpoint near the benchmark: every server is on 127.0.0.1.
 for _name in list(os.environ):
@@ -58,7 +59,15 @@ def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         verdict = r.verdict if not r.note else f"{r.verdict}: {r.note}"
         cells = [r.what, r.ours, r.official, r.ratio, r.target, verdict, host, when]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    lines += ["", f"Official side: {meta['official_detail']}", ""]
+    lines += [
+        "",
+        "## Issue 21 targets, read from this run",
+        "",
+        *target_lines(rows, set(meta["benchmarks"])),
+        "",
+        f"Official side: {meta['official_detail']}",
+        "",
+    ]
     profile = meta.get("profile")
     if profile:
         lines += [
@@ -152,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             "`OPENAI_BASE_URL` (it builds `OpenAI(api_key=…)` without a base URL)."
         ),
         "model": args.model,
+        "benchmarks": names,
         "prices_as_of": PRICES_AS_OF,
         "machine": machine(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

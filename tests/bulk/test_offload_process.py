@@ -7,6 +7,7 @@ cost nothing but the move to a thread."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -88,10 +89,33 @@ def traces(long_steps: int = 400) -> list[Trace]:
 
 
 def run_records(
-    fake: FakeLLMServer, out: Path, *, redact: bool | Redactor = True, **kw: Any
+    fake: FakeLLMServer,
+    out: Path,
+    *,
+    redact: bool | Redactor = True,
+    pool: ProcessPool | None = None,
 ) -> list[dict[str, Any]]:
+    """The records of one run, with ``pool`` (started and ready first) or without one."""
     judge = mast.Judge("openai/gpt-4.1", base_url=fake.openai_base_url, fewshot=0, redact=redact)
-    mast.annotate_many(traces(), judge, out=out, cache=False, progress=False, **kw)
+
+    async def main() -> None:
+        if pool is not None:
+            await pool.start()  # ready before the first job: every job can go to it
+        try:
+            await mast.aannotate_many(
+                traces(),
+                judge,
+                out=out,
+                cache=False,
+                progress=False,
+                process_pool=pool if pool is not None else False,
+            )
+        finally:
+            await judge.aclose()
+            if pool is not None:
+                await pool.aclose()
+
+    asyncio.run(main())
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     for record in records:
         # What differs between any two runs: when, how long, and the server's reply ids
@@ -108,17 +132,13 @@ def everything_off_loop(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_same_records_with_and_without_the_pool(
-    fake_llm: FakeLLMServer,
-    tmp_path: Path,
-    pools: list[ProcessPool | None],
-    everything_off_loop: None,
+    fake_llm: FakeLLMServer, tmp_path: Path, everything_off_loop: None
 ) -> None:
     fake_llm.responder = answer
-    inline = run_records(fake_llm, tmp_path / "thread.jsonl", process_pool=False)
-    pooled = run_records(fake_llm, tmp_path / "pool.jsonl", process_pool=1)
-    assert pools[0] is None
-    pool = pools[1]
-    assert pool is not None and pool.done >= 4 * 5 and pool.declined == 0
+    inline = run_records(fake_llm, tmp_path / "thread.jsonl")
+    pool = ProcessPool(1)
+    pooled = run_records(fake_llm, tmp_path / "pool.jsonl", pool=pool)
+    assert pool.done >= 4 * 5 and pool.declined == 0
     assert pool.started == 1  # one process, reused for the whole run
     assert pooled == inline
     # The work that moved is real: redactions, grounding and the flag all came back.
@@ -152,73 +172,88 @@ def test_a_long_trace_in_a_worker_process_does_not_hold_up_a_small_one(
         fewshot=0,
         redact=GatedRedactor(gate, log),
     )
-    # The long trace comes first and starts first (concurrency 2).
-    run = mast.annotate_many(
-        [long, small], judge, concurrency=2, cache=False, progress=False, process_pool=1
-    )
+    pool = ProcessPool(1)
+
+    async def main() -> mast.AnnotationRun:
+        await pool.start()
+        try:
+            # The long trace comes first and starts first (concurrency 2).
+            return await mast.aannotate_many(
+                [long, small], judge, concurrency=2, cache=False, progress=False, process_pool=pool
+            )
+        finally:
+            await judge.aclose()
+            await pool.aclose()
+
+    run = asyncio.run(main())
     assert [a.status for a in run] == ["ok", "ok"]
     assert order[0] == "small" and "long" in order
     # The long trace's redaction ran in another process, and only there.
     pids = log.read_text().split()
     assert len(pids) == 1 and int(pids[0]) != os.getpid()
-    pool = pools[0]
-    assert pool is not None and pool.done >= 1 and pool.broken == "closed"
+    assert pool.done >= 1 and pool.declined == 0
+
+
+def test_by_default_a_run_starts_its_pool_on_the_first_long_trace_and_stops_it(
+    fake_llm: FakeLLMServer, tmp_path: Path, pools: list[ProcessPool | None]
+) -> None:
+    fake_llm.responder = answer
+    judge = mast.Judge("openai/gpt-4.1", base_url=fake_llm.openai_base_url, fewshot=0)
+    small = traces(long_steps=0)
+    run = mast.annotate_many(small, judge, cache=False, progress=False, process_pool=1)
+    assert run.summary.done == 4
+    assert pools[0] is not None and pools[0].started == 0  # short traces: no process at all
+    run = mast.annotate_many(traces(), judge, cache=False, progress=False, process_pool=1)
+    assert run.summary.done == 4
+    pool = pools[1]
+    # The first long job does not wait for the process to start: it goes to the thread.
+    assert pool is not None and pool.started == 1 and pool.declined >= 1
+    assert pool.broken == "closed"  # stopped with the run
 
 
 def test_a_worker_that_dies_costs_only_the_move_to_a_thread(
     fake_llm: FakeLLMServer,
     tmp_path: Path,
-    pools: list[ProcessPool | None],
     everything_off_loop: None,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_llm.responder = answer
-    expected = run_records(
-        fake_llm, tmp_path / "plain.jsonl", redact=CrashingRedactor(), process_pool=False
-    )
+    expected = run_records(fake_llm, tmp_path / "plain.jsonl", redact=CrashingRedactor())
+    pool = ProcessPool(1)
     with caplog.at_level(logging.WARNING, logger="mast.judge.offload"):
-        got = run_records(
-            fake_llm, tmp_path / "crash.jsonl", redact=CrashingRedactor(), process_pool=1
-        )
+        got = run_records(fake_llm, tmp_path / "crash.jsonl", redact=CrashingRedactor(), pool=pool)
     assert got == expected  # no trace lost, none different
-    pool = pools[1]
-    assert pool is not None and pool.broken is not None and "exit code 3" in pool.broken
+    assert pool.broken is not None and "exit code 3" in pool.broken
     assert pool.done == 0 and pool.started == 1  # not restarted after it died
     assert any("worker process died" in r.getMessage() for r in caplog.records)
 
 
 def test_a_job_that_cannot_be_pickled_goes_to_a_thread(
-    fake_llm: FakeLLMServer,
-    tmp_path: Path,
-    pools: list[ProcessPool | None],
-    everything_off_loop: None,
+    fake_llm: FakeLLMServer, tmp_path: Path, everything_off_loop: None
 ) -> None:
     fake_llm.responder = answer
     # A check written as a lambda: such a redactor cannot be sent to a process.
     custom = Redactor(extra=[SecretPattern.make("ticket", r"TCK-\d{6}", check=lambda s: True)])
-    expected = run_records(fake_llm, tmp_path / "plain.jsonl", redact=custom, process_pool=False)
-    got = run_records(fake_llm, tmp_path / "pool.jsonl", redact=custom, process_pool=1)
+    expected = run_records(fake_llm, tmp_path / "plain.jsonl", redact=custom)
+    pool = ProcessPool(1)
+    got = run_records(fake_llm, tmp_path / "pool.jsonl", redact=custom, pool=pool)
     assert got == expected
-    pool = pools[1]
-    assert pool is not None and pool.declined >= 4 and pool.broken == "closed"
+    assert pool.declined >= 4 and pool.broken == "closed"
 
 
 def test_a_worker_that_prints_still_answers(
     fake_llm: FakeLLMServer,
     tmp_path: Path,
-    pools: list[ProcessPool | None],
     everything_off_loop: None,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     fake_llm.responder = answer
-    expected = run_records(
-        fake_llm, tmp_path / "plain.jsonl", redact=ChattyRedactor(), process_pool=False
-    )
+    expected = run_records(fake_llm, tmp_path / "plain.jsonl", redact=ChattyRedactor())
     capfd.readouterr()
-    got = run_records(fake_llm, tmp_path / "pool.jsonl", redact=ChattyRedactor(), process_pool=1)
+    pool = ProcessPool(1)
+    got = run_records(fake_llm, tmp_path / "pool.jsonl", redact=ChattyRedactor(), pool=pool)
     assert got == expected
-    pool = pools[1]
-    assert pool is not None and pool.declined == 0 and pool.done >= 4
+    assert pool.declined == 0 and pool.done >= 4
     assert "redacting t0" in capfd.readouterr().err  # the worker's prints went to stderr
 
 

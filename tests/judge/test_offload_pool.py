@@ -29,6 +29,8 @@ def test_jobs_run_in_one_reused_process_and_results_match() -> None:
     async def main() -> tuple[list[tuple[bool, object]], ProcessPool]:
         pool = ProcessPool(1)
         try:
+            assert await pool.run(_pid, (), {}) == (False, None)  # not ready yet: a thread
+            await pool.start()
             got = [await pool.run(_pid, (), {}) for _ in range(3)]
             got.append(await pool.run(redactor.redact_trace, (trace,), {}))
             return got, pool
@@ -45,6 +47,7 @@ def test_a_job_that_raises_is_handed_back_and_the_error_comes_from_the_thread() 
     async def main() -> tuple[tuple[bool, object], str, ProcessPool]:
         pool = ProcessPool(1)
         try:
+            await pool.start()
             refused = await pool.run(_fail, ("x",), {})
             with use_process_pool(pool), pytest.raises(ValueError, match="bad input") as info:
                 await off_loop(offload.OFF_LOOP_CHARS, _fail, "y")
@@ -55,6 +58,7 @@ def test_a_job_that_raises_is_handed_back_and_the_error_comes_from_the_thread() 
     refused, message, pool = asyncio.run(main())
     assert refused == (False, None) and message == "bad input: y"
     assert pool.broken == "closed" and pool.declined == 2  # the pool itself still worked
+    assert pool.started == 1
 
 
 def test_a_pool_that_cannot_start_sends_everything_to_the_thread(
@@ -65,6 +69,7 @@ def test_a_pool_that_cannot_start_sends_everything_to_the_thread(
     async def main() -> tuple[int, ProcessPool]:
         pool = ProcessPool(2)
         try:
+            await pool.start()
             with use_process_pool(pool):
                 return await off_loop(offload.OFF_LOOP_CHARS, _pid), pool
         finally:
@@ -79,13 +84,14 @@ def test_a_cancelled_job_retires_its_worker() -> None:
     async def main() -> ProcessPool:
         pool = ProcessPool(1)
         try:
+            await pool.start()
             job = asyncio.ensure_future(pool.run(_sleep, (30.0,), {}))
-            while pool.started == 0:  # let it start and send the job
-                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # let it send the job (the test holds either way)
             job.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await job
             # Its late reply must not be read as the next job's: a new worker does that.
+            await pool.start()
             assert await pool.run(_pid, (), {}) == (True, pool._all[-1].proc.pid)
             return pool
         finally:

@@ -103,14 +103,17 @@ async def aannotate_many(
     max_batch_rounds: int = 6,
     seed: int | None = None,
     limiter: Limiter | None = None,
-    process_pool: bool | int = True,
+    process_pool: bool | int | ProcessPool = True,
 ) -> AnnotationRun:
     """Async twin of :func:`annotate_many` (same arguments); use it inside an event loop.
 
     ``limiter`` replaces the run's own ``rpm`` / ``tpm`` limiter with one shared by several
     runs, which may also keep a shared budget (the Ray engine, :mod:`mast.bulk.distributed`).
+    ``process_pool`` may also be a :class:`~mast.judge.process_pool.ProcessPool` made in
+    this event loop, to share its processes between runs (the caller closes it).
     """
-    pool = _process_pool(process_pool)
+    owned = not isinstance(process_pool, ProcessPool)
+    pool = process_pool if isinstance(process_pool, ProcessPool) else _process_pool(process_pool)
     try:
         # Tasks the run creates inherit the pool: long traces are prepared in its processes.
         with use_process_pool(pool):
@@ -138,11 +141,11 @@ async def aannotate_many(
                 limiter=limiter,
             )
     finally:
-        if pool is not None:
+        if pool is not None and owned:
             await pool.aclose()
 
 
-def _process_pool(setting: bool | int) -> ProcessPool | None:
+def _process_pool(setting: bool | int | ProcessPool) -> ProcessPool | None:
     """The run's pool for long traces: None when off, or when no core is spare."""
     if isinstance(setting, bool):
         workers = default_workers() if setting else 0

@@ -3,9 +3,11 @@
 It is a fresh interpreter started as ``python -c …`` (never ``fork``: the parent runs
 threads; never :mod:`multiprocessing`'s spawn: that re-runs the user's script in the
 child). It reads jobs from its standard input and writes results to its standard output,
-one at a time, until its input ends:
+one at a time, until its input ends. Once its imports are done it writes one byte,
+``R``, so the parent knows it is ready:
 
-* job: 8-byte big-endian length, then a pickle of ``(function, args, kwargs)``;
+* job: 8-byte big-endian length, then a pickle of ``(new contexts, job)`` (see
+  :func:`run_job`), the job a pickle of ``(function, args, kwargs)``;
 * reply: one status byte (0: done; 1: the job failed here and the parent redoes it in a
   thread, where any exception is raised with its real traceback), 8-byte length, payload
   (the pickled result, or a short reason).
@@ -13,12 +15,13 @@ one at a time, until its input ends:
 Anything the job prints goes to standard error, so it cannot corrupt the replies.
 
 >>> import pickle
->>> run_job(pickle.dumps((len, ("abc",), {})))
+>>> run_job(pickle.dumps(([], pickle.dumps((len, ("abc",), {})))))
 (0, b'\\x80\\x05K\\x03.')
 """
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 from typing import Any, BinaryIO
@@ -38,10 +41,26 @@ def shared(module: str, name: str, index: int) -> Any:
     return getattr(importlib.import_module(module), name)[index]
 
 
-def run_job(payload: bytes) -> tuple[int, bytes]:
-    """Run one pickled job; (status, reply payload)."""
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, contexts: dict[str, Any]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.contexts = contexts
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.contexts[pid]
+
+
+def run_job(payload: bytes, contexts: dict[str, Any] | None = None) -> tuple[int, bytes]:
+    """Run one job; (status, reply payload). ``payload`` pickles ``(new contexts, job)``:
+    the contexts (objects many jobs share: the judge, its taxonomy, its redactor) this
+    worker has not seen, as ``(key, pickle)`` pairs, then the job, which refers to them by
+    key. Keeping them here, one copy for all jobs, keeps their caches warm."""
+    contexts = {} if contexts is None else contexts
     try:
-        fn, args, kwargs = pickle.loads(payload)
+        new, job = pickle.loads(payload)
+        for key, data in new:
+            contexts[key] = _Unpickler(data, contexts).load()
+        fn, args, kwargs = _Unpickler(job, contexts).load()
         result = fn(*args, **kwargs)
         return 0, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # the parent redoes the job in a thread and gets the error there
@@ -69,8 +88,14 @@ def main() -> None:
     import mast.judge.grounding
     import mast.judge.parse
     import mast.judge.prompts
-    import mast.judge.redact  # noqa: F401
+    import mast.judge.redact
 
+    # Compile the secret patterns now, not during the first (long) trace's redaction.
+    mast.judge.redact.Redactor().redact("warm-up: password=hunter2 sk-proj-0000")
+    replies.write(b"R")  # ready (process_pool.READY)
+    replies.flush()
+
+    contexts: dict[str, Any] = {}
     while True:
         header = _read(jobs, _HEADER)
         if header is None:
@@ -78,7 +103,7 @@ def main() -> None:
         payload = _read(jobs, int.from_bytes(header, "big"))
         if payload is None:
             return
-        status, reply = run_job(payload)
+        status, reply = run_job(payload, contexts)
         replies.write(bytes([status]) + len(reply).to_bytes(_HEADER, "big"))
         replies.write(reply)
         replies.flush()

@@ -19,6 +19,7 @@ Workers are fresh interpreters (``python -c``, see :mod:`mast.judge.offload_work
 >>> async def demo() -> tuple[bool, object]:
 ...     pool = ProcessPool(workers=1)
 ...     try:
+...         await pool.start()  # optional: else the first jobs go to a thread meanwhile
 ...         return await pool.run(sorted, ("cab",), {})
 ...     finally:
 ...         await pool.aclose()
@@ -41,6 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from mast.judge.offload_worker import SHARED_SEQUENCES, shared
+from mast.judge.redact import Redactor
+from mast.taxonomy import Taxonomy
 
 __all__ = ["PROCESS_CHARS", "ProcessPool", "default_workers", "dumps"]
 
@@ -52,6 +55,7 @@ _BOOT = (
     "from mast.judge.offload_worker import main; main()"
 )
 _MAX_DEFAULT_WORKERS = 4
+READY = b"R"  # what a worker sends once it is ready for jobs
 
 PROCESS_CHARS = 50_000
 """Default :attr:`ProcessPool.min_chars`: the characters a job works through from which a
@@ -71,11 +75,26 @@ def _shared_index() -> dict[int, tuple[Any, tuple[str, str, int]]]:
     return index
 
 
+def _is_context(obj: Any) -> bool:
+    """Objects many jobs share, sent once per worker and referred to by key after that."""
+    if isinstance(obj, (Taxonomy, Redactor)):
+        return True
+    kind = type(obj)  # the Judge, named: importing it here would close an import circle
+    return kind.__name__ == "Judge" and kind.__module__ == "mast.judge.judge"
+
+
 class _Pickler(pickle.Pickler):
-    """A pickler that sends the library's shared objects (see
-    :data:`~mast.judge.offload_worker.SHARED_SEQUENCES`) by reference."""
+    """Sends the library's shared objects (see
+    :data:`~mast.judge.offload_worker.SHARED_SEQUENCES`) by reference, and contexts (see
+    :func:`_is_context`) as keys, pickling each context once into ``contexts``."""
 
     index: ClassVar[dict[int, tuple[Any, tuple[str, str, int]]]] = {}
+
+    def __init__(self, buffer: io.BytesIO, contexts: _Contexts, skip: Any = None) -> None:
+        super().__init__(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self.contexts = contexts
+        self.skip = skip  # the context being pickled itself is pickled by value
+        self.used: list[str] = []
 
     def reducer_override(self, obj: Any) -> Any:
         found = self.index.get(id(obj))
@@ -83,14 +102,60 @@ class _Pickler(pickle.Pickler):
             return shared, found[1]
         return NotImplemented
 
+    def persistent_id(self, obj: Any) -> str | None:
+        if obj is self.skip or not _is_context(obj):
+            return None
+        key = self.contexts.add(obj)
+        self.used.append(key)
+        return key
 
-def dumps(value: Any) -> bytes:
-    """``value`` pickled for a worker (raises what pickle raises when it cannot be)."""
+
+class _Contexts:
+    """The contexts pickled so far (key -> pickle), in an order a worker can load them in
+    (a context's own contexts first). Holds the objects, so their ids stay theirs."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.needs: dict[str, list[str]] = {}  # key -> keys it refers to
+        self._objects: dict[str, Any] = {}
+
+    def add(self, obj: Any) -> str:
+        key = f"{type(obj).__name__}:{id(obj)}"
+        if key not in self.blobs:
+            self._objects[key] = obj
+            buffer = io.BytesIO()
+            pickler = _Pickler(buffer, self, skip=obj)
+            pickler.dump(obj)
+            self.blobs[key] = buffer.getvalue()
+            self.needs[key] = pickler.used
+        return key
+
+    def missing(self, keys: list[str], known: set[str]) -> list[tuple[str, bytes]]:
+        """The contexts behind ``keys`` a worker that knows ``known`` lacks, in load order."""
+        out: list[tuple[str, bytes]] = []
+
+        def visit(key: str) -> None:
+            if key in known:
+                return
+            for inner in self.needs[key]:
+                visit(inner)
+            known.add(key)
+            out.append((key, self.blobs[key]))
+
+        for key in keys:
+            visit(key)
+        return out
+
+
+def dumps(value: Any, contexts: _Contexts | None = None) -> tuple[bytes, list[str]]:
+    """``value`` pickled for a worker, and the context keys it refers to (raises what
+    pickle raises when it cannot be pickled)."""
     if not _Pickler.index:
         _Pickler.index = _shared_index()
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
-    return buffer.getvalue()
+    pickler = _Pickler(buffer, contexts if contexts is not None else _Contexts())
+    pickler.dump(value)
+    return buffer.getvalue(), pickler.used
 
 
 class _Worker:
@@ -98,6 +163,7 @@ class _Worker:
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
+        self.known: set[str] = set()  # contexts it holds
 
     @classmethod
     async def start(cls) -> _Worker:
@@ -110,6 +176,12 @@ class _Worker:
             stdout=asyncio.subprocess.PIPE,
         )
         return cls(proc)
+
+    async def ready(self) -> None:
+        """Wait for the worker's ready byte (sent once its imports are done)."""
+        assert self.proc.stdout is not None
+        if await self.proc.stdout.readexactly(1) != READY:
+            raise EOFError("the worker process sent no ready signal")
 
     async def call(self, payload: bytes) -> tuple[int, bytes]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -137,8 +209,16 @@ class _Worker:
             raise
 
 
+_DIED = (OSError, EOFError, asyncio.IncompleteReadError)
+
+
 class ProcessPool:
-    """Up to ``workers`` worker processes, started on first use, for one event loop.
+    """Up to ``workers`` worker processes for one event loop, started on first use.
+
+    Jobs that arrive before any worker is ready are handed back (the caller runs them in
+    a thread): a process takes a moment to start, and a long trace should not wait for it.
+    Once one is ready, jobs go to an idle worker or wait for one, and another worker is
+    started while all are busy (up to ``workers``).
 
     ``min_chars``: jobs over fewer characters than this are not worth a process (see
     :func:`mast.judge.offload.off_loop`, which asks the pool).
@@ -153,29 +233,38 @@ class ProcessPool:
         self.done = 0  # jobs done in a worker
         self.declined = 0  # jobs handed back to the caller (to run in a thread)
         self.started = 0  # worker processes started
-        self._idle: list[_Worker] = []
         self._all: list[_Worker] = []  # started, killed ones included (stopped at the end)
-        self._slots: asyncio.Semaphore | None = None
+        self._idle: asyncio.Queue[_Worker | None] | None = None
+        self._live = 0  # workers starting or ready (not dead, not retired)
+        self._ready = 0  # workers ready for jobs (idle or busy)
+        self._spawning: set[asyncio.Task[None]] = set()
+        self._waiting = 0
+        self._contexts = _Contexts()
+
+    async def start(self) -> None:
+        """Start one worker and wait until it is ready (optional: :meth:`run` starts
+        workers by itself; this is for a caller that wants one ready beforehand)."""
+        self._spawn()
+        while self._spawning and self._ready == 0:
+            await asyncio.wait(set(self._spawning))
 
     async def run(
         self, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[bool, Any]:
         """``(True, fn(*args, **kwargs))`` computed in a worker, or ``(False, None)`` when
-        the pool cannot do it (the caller then does it itself)."""
-        if self.broken is not None:
+        the pool cannot do it now (the caller then does it itself)."""
+        if self.broken is None and self._ready == 0:
+            self._spawn()  # the first job starts the pool, but does not wait for it
+        if self.broken is not None or self._ready == 0:
             self.declined += 1
             return False, None
         try:
-            payload = dumps((fn, tuple(args), dict(kwargs)))
+            job, keys = dumps((fn, tuple(args), dict(kwargs)), self._contexts)
         except Exception as exc:  # e.g. a custom redactor with a lambda: a thread does it
             log.debug("not sent to a worker process (cannot be pickled): %s", exc)
             self.declined += 1
             return False, None
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.workers)
-        async with self._slots:
-            # The pool may have broken while this job waited for a slot.
-            status, reply = (2, b"") if self.broken is not None else await self._call(payload)
+        status, reply = await self._call(job, keys)
         if status != 0:
             if status == 1:
                 log.debug("a worker process handed a job back: %s", reply.decode(errors="replace"))
@@ -184,39 +273,81 @@ class ProcessPool:
         self.done += 1
         return True, pickle.loads(reply)
 
-    async def _call(self, payload: bytes) -> tuple[int, bytes]:
-        """(status, reply); status 2 when the pool broke on this job."""
-        if self._idle:
-            worker = self._idle.pop()
-        else:
-            try:
-                worker = await _Worker.start()
-            except (OSError, NotImplementedError, RuntimeError) as exc:
-                # No subprocess support here (an event loop without it, no executable).
-                self._break(f"a worker process could not start ({type(exc).__name__}: {exc})")
-                return 2, b""
-            self._all.append(worker)
-            self.started += 1
+    def _queue(self) -> asyncio.Queue[_Worker | None]:
+        if self._idle is None:
+            self._idle = asyncio.Queue()
+        return self._idle
+
+    def _spawn(self) -> None:
+        """Start one more worker in the background (if the pool may have one more)."""
+        if self.broken is None and self._live < self.workers:
+            self._live += 1
+            task = asyncio.ensure_future(self._boot())
+            self._spawning.add(task)
+            task.add_done_callback(self._spawning.discard)
+
+    async def _boot(self) -> None:
+        try:
+            worker = await _Worker.start()
+        except (OSError, NotImplementedError, RuntimeError) as exc:
+            # No subprocess support here (an event loop without it, no executable).
+            self._live -= 1
+            self._break(f"a worker process could not start ({type(exc).__name__}: {exc})")
+            return
+        self._all.append(worker)
+        self.started += 1
+        try:
+            await worker.ready()
+        except _DIED as exc:
+            await self._died(worker, exc)
+            return
+        if self.broken is not None:
+            return
+        self._ready += 1
+        self._queue().put_nowait(worker)
+
+    async def _call(self, job: bytes, keys: list[str]) -> tuple[int, bytes]:
+        """(status, reply); status 2 when the pool broke."""
+        queue = self._queue()
+        if queue.empty():
+            self._spawn()  # all busy: one more, if allowed (this job waits for any)
+        self._waiting += 1
+        try:
+            worker = await queue.get()
+        finally:
+            self._waiting -= 1
+        if worker is None:  # the pool broke while this job waited
+            return 2, b""
+        # Contexts it lacks go along, and it keeps them (it would not if this job failed
+        # to arrive, but then the worker is gone anyway).
+        new = self._contexts.missing(keys, worker.known)
+        payload = pickle.dumps((new, job), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             status, reply = await worker.call(payload)
         except asyncio.CancelledError:
             # Its reply would come later and be read as the next job's: do not reuse it.
             worker.kill()
+            self._ready -= 1
+            self._live -= 1
+            self._spawn()
             raise
-        except (OSError, EOFError, asyncio.IncompleteReadError) as exc:
-            with contextlib.suppress(asyncio.TimeoutError):  # for its exit code
-                await asyncio.wait_for(worker.proc.wait(), 2.0)
-            worker.kill()
-            code = worker.proc.returncode
-            self._break(
-                f"a worker process died ({type(exc).__name__}"
-                + (f", exit code {code}" if code is not None else "")
-                + ")"
-            )
+        except _DIED as exc:
+            await self._died(worker, exc)
             return 2, b""
-        if self.broken is None:
-            self._idle.append(worker)
+        queue.put_nowait(worker)
         return status, reply
+
+    async def _died(self, worker: _Worker, exc: BaseException) -> None:
+        self._live -= 1
+        with contextlib.suppress(asyncio.TimeoutError):  # for its exit code
+            await asyncio.wait_for(worker.proc.wait(), 2.0)
+        worker.kill()
+        code = worker.proc.returncode
+        self._break(
+            f"a worker process died ({type(exc).__name__}"
+            + (f", exit code {code}" if code is not None else "")
+            + ")"
+        )
 
     def _break(self, reason: str) -> None:
         if self.broken is None:
@@ -224,11 +355,24 @@ class ProcessPool:
             log.warning("%s; long traces are prepared in a thread for the rest of the run", reason)
         for worker in self._all:
             worker.kill()
-        self._idle = []
+        self._release()
+
+    def _release(self) -> None:
+        """Empty the idle queue and wake every job waiting for a worker (none will come)."""
+        queue = self._queue()
+        while not queue.empty():
+            queue.get_nowait()
+        for _ in range(self._waiting):
+            queue.put_nowait(None)
 
     async def aclose(self) -> None:
         """Stop every worker process and wait for it to exit."""
-        workers, self._all, self._idle = self._all, [], []
         self.broken = self.broken or "closed"
+        for task in list(self._spawning):
+            task.cancel()
+        if self._spawning:
+            await asyncio.wait(set(self._spawning))
+        self._release()
+        workers, self._all = self._all, []
         for worker in workers:
             await worker.stop()
