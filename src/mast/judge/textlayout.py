@@ -469,6 +469,9 @@ def may_set_defaults(text: str, *, lowered: bool = False) -> bool:
 
 def read_defaults(text: str, layout: Layout) -> None:
     """Sentences that answer the modes not named elsewhere."""
+    ascii_text = text.isascii()
+    if not may_set_defaults(text.lower() if ascii_text else text, lowered=ascii_text):
+        return  # one search instead of four on most texts
     for pattern in _OTHERS:
         for match in pattern.finditer(text):
             layout.others = False

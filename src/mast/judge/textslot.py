@@ -156,11 +156,11 @@ def _name_pattern(name: str) -> str:
     return r"[\W_]*".join(re.escape(t) for t in tokens)
 
 
-_PUNCTUATION = str.maketrans(
-    {"\u00a0": " ", "\uff1a": ":"}
-    | dict.fromkeys("\u2018\u2019\u201b\u2032", "'")
-    | dict.fromkeys("\u201c\u201d\u201e", '"')
+_PUNCTUATION = {"\u00a0": " ", "\uff1a": ":"}
+_PUNCTUATION |= dict.fromkeys("\u2018\u2019\u201b\u2032", "'") | dict.fromkeys(
+    "\u201c\u201d\u201e", '"'
 )
+_ODD_PUNCTUATION = re.compile("[" + "".join(_PUNCTUATION) + "]")
 _STAR_BULLET = re.compile(r"^([ \t]*)\*(?=[ \t])", re.MULTILINE)
 _EMPHASIS = re.compile(r"\*+|`+|~~|(?<!\w)__|__(?!\w)")
 _HTML_EMPHASIS = re.compile(r"</?(?:b|strong|em|i|u)>", re.IGNORECASE)
@@ -177,8 +177,8 @@ def normalize_markup(text: str) -> str:
     # Each rewrite runs only on a text that holds what it rewrites (the echo search
     # normalizes every block of a trace, most of which hold none of it).
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not text.isascii():
-        text = text.translate(_PUNCTUATION)
+    if not text.isascii() and _ODD_PUNCTUATION.search(text):
+        text = _ODD_PUNCTUATION.sub(lambda m: _PUNCTUATION[m.group()], text)
     if "*" in text:
         # A "*" bullet is a bullet; other asterisks are emphasis.
         text = _STAR_BULLET.sub(r"\1-", text)
