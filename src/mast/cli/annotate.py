@@ -200,6 +200,7 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
             judge,
             batch=args.batch,
             batch_poll_interval=args.batch_poll,
+            process_pool=not args.no_process_pool,
             **_run_options(args),
         )
     except KeyboardInterrupt:
@@ -363,5 +364,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--address", default=None, help="Ray cluster address (default: start a local Ray)"
     )
     p.add_argument("--workers", type=_positive_int, default=2, help="Ray worker actors (default 2)")
+    p.add_argument(
+        "--no-process-pool",
+        action="store_true",
+        help="prepare very long traces in a thread, not in worker processes (local engine)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=_cmd_annotate)
