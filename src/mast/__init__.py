@@ -3,14 +3,16 @@
 >>> import mast
 >>> mast.load_taxonomy()["1.3"].name
 'Step Repetition'
+
+``import mast`` loads only the version and the error classes: every other public name is
+imported from its stage on first use (module ``__getattr__``), so ``import mast`` and the
+``mast`` command start fast and a script pays only for what it touches. ``from mast import
+Judge`` and type checkers see the same names as before (the ``TYPE_CHECKING`` imports).
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from mast import datasets
 from mast._version import __version__
-from mast.bulk.runner import AnnotationRun, RetryPolicy, RunSummary, aannotate_many, annotate_many
-from mast.bulk.store import read_annotations, to_frame
 from mast.errors import (
     AuthError,
     BudgetExceeded,
@@ -36,32 +38,11 @@ from mast.errors import (
     TraceFormatError,
     VerdictParseError,
 )
-from mast.judge.annotation import Annotation
-from mast.judge.attribute import AttributionJudge, attribute
-from mast.judge.attribution import DecisiveError
-from mast.judge.fewshot import FewShotExample, load_examples, select_examples
-from mast.judge.grounding import ground, grounded_share
-from mast.judge.heuristic import heuristic_verdict
-from mast.judge.judge import Judge
-from mast.judge.parse import parse_response
-from mast.judge.redact import Redactor
-from mast.judge.usage import Usage
-from mast.judge.verdict import Evidence, Finding, Verdict, verdict_json_schema
-from mast.taxonomy import (
-    FailureMode,
-    LabelVersion,
-    Taxonomy,
-    load_label_version,
-    load_taxonomy,
-)
-from mast.traces import itbench
-from mast.traces.loaders import load_trace, load_traces
-from mast.traces.model import FailureVector, LabelSource, Outcome, Step, StepKind, Trace
-from mast.traces.segment import SegmentationWarning
 
 if _TYPE_CHECKING:
     from mast import agree as agree
     from mast import analysis as analysis
+    from mast import datasets as datasets
     from mast import plots as plots
     from mast import stats as stats
     from mast.agree import (
@@ -77,50 +58,90 @@ if _TYPE_CHECKING:
     from mast.agree.consensus import ConsensusReport, consensus
     from mast.agree.sweep import SweepReport, sweep_confidence
     from mast.analysis.validation import ValidationReport, validate
+    from mast.bulk.runner import aannotate_many, annotate_many
+    from mast.bulk.store import read_annotations, to_frame
+    from mast.bulk.types import AnnotationRun, RetryPolicy, RunSummary
+    from mast.judge.annotation import Annotation
+    from mast.judge.attribute import AttributionJudge, attribute
+    from mast.judge.attribution import DecisiveError
+    from mast.judge.fewshot import FewShotExample, load_examples, select_examples
+    from mast.judge.grounding import ground, grounded_share
+    from mast.judge.heuristic import heuristic_verdict
+    from mast.judge.judge import Judge
+    from mast.judge.parse import parse_response
+    from mast.judge.redact import Redactor
+    from mast.judge.usage import Usage
+    from mast.judge.verdict import Evidence, Finding, Verdict, verdict_json_schema
+    from mast.taxonomy import (
+        FailureMode,
+        LabelVersion,
+        Taxonomy,
+        load_label_version,
+        load_taxonomy,
+    )
+    from mast.traces import itbench as itbench
+    from mast.traces.loaders import load_trace, load_traces
+    from mast.traces.model import FailureVector, LabelSource, Outcome, Step, StepKind, Trace
+    from mast.traces.segment import SegmentationWarning
 
-# Agreement needs numpy and pandas: load it on first use so that `import mast` stays fast.
-# (The implementation lives in `mast.agree`, not `mast.agreement`: a submodule named like
-# the function would replace `mast.agreement` as soon as anything imported from it.)
-_LAZY = {
-    "AgreementReport": "mast.agree",
-    "AmongReport": "mast.agree",
-    "VersionReport": "mast.agree",
-    "agree": None,
-    "agreement": "mast.agree",
-    "agreement_among": "mast.agree",
-    "agreement_by_version": "mast.agree",
-    "analysis": None,
-    "AttributionReport": "mast.agree.attribution",
-    "attribution_accuracy": "mast.agree.attribution",
-    "labels_of": "mast.agree",
-    "plots": None,
-    "stats": None,
-    "ValidationReport": "mast.analysis.validation",
-    "validate": "mast.analysis.validation",
-    "ConsensusReport": "mast.agree.consensus",
-    "consensus": "mast.agree.consensus",
-    "SweepReport": "mast.agree.sweep",
-    "sweep_confidence": "mast.agree.sweep",
+# Public name -> the module that defines it. (Agreement lives in `mast.agree`, not
+# `mast.agreement`: a submodule named like the function would replace `mast.agreement` as
+# soon as anything imported from it.)
+_OWNERS = {
+    "mast.agree": "AgreementReport AmongReport VersionReport agreement agreement_among "
+    "agreement_by_version labels_of",
+    "mast.agree.attribution": "AttributionReport attribution_accuracy",
+    "mast.agree.consensus": "ConsensusReport consensus",
+    "mast.agree.sweep": "SweepReport sweep_confidence",
+    "mast.analysis.validation": "ValidationReport validate",
+    "mast.bulk.runner": "aannotate_many annotate_many",
+    "mast.bulk.store": "read_annotations to_frame",
+    "mast.bulk.types": "AnnotationRun RetryPolicy RunSummary",
+    "mast.judge.annotation": "Annotation",
+    "mast.judge.attribute": "AttributionJudge attribute",
+    "mast.judge.attribution": "DecisiveError",
+    "mast.judge.fewshot": "FewShotExample load_examples select_examples",
+    "mast.judge.grounding": "ground grounded_share",
+    "mast.judge.heuristic": "heuristic_verdict",
+    "mast.judge.judge": "Judge",
+    "mast.judge.parse": "parse_response",
+    "mast.judge.redact": "Redactor",
+    "mast.judge.usage": "Usage",
+    "mast.judge.verdict": "Evidence Finding Verdict verdict_json_schema",
+    "mast.taxonomy": "FailureMode LabelVersion Taxonomy load_label_version load_taxonomy",
+    "mast.traces": "itbench",
+    "mast.traces.loaders": "load_trace load_traces",
+    "mast.traces.model": "FailureVector LabelSource Outcome Step StepKind Trace",
+    "mast.traces.segment": "SegmentationWarning",
 }
+_LAZY = {name: module for module, names in _OWNERS.items() for name in names.split()}
+
+# Submodules reachable as attributes (`mast.traces.datasets…`) before anything imported them.
+_SUBMODULES = frozenset(
+    ["agree", "analysis", "bulk", "cli", "datasets", "distributed", "judge", "label", "plots",
+     "redact", "report", "stats", "taxonomy", "traces"]
+)  # fmt: skip
 
 
 def __getattr__(name: str) -> object:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'mast' has no attribute {name!r}")
     import importlib
 
-    owner = _LAZY[name]
-    value = (
-        importlib.import_module(f"mast.{name}")
-        if owner is None
-        else getattr(importlib.import_module(owner), name)
-    )
+    if name in _LAZY:
+        owner = importlib.import_module(_LAZY[name])
+        try:
+            value = getattr(owner, name)
+        except AttributeError:  # a submodule of the owner package (itbench)
+            value = importlib.import_module(f"{_LAZY[name]}.{name}")
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"mast.{name}")
+    else:
+        raise AttributeError(f"module 'mast' has no attribute {name!r}")
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
 
 
 __all__ = [

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from mast._lazy import submodule_getattr
 from mast.agree import stats
 from mast.agree.among import AmongPooled, AmongReport, agreement_among
 from mast.agree.base import (
@@ -530,3 +531,6 @@ def _check_overlap(ref: LabelTable, cand: LabelTable) -> None:
         "Most likely the two use different id schemes (e.g. 'mad-human/16' against '16', or "
         "file names against record ids): make the ids match, e.g. with a trace_id column"
     )
+
+
+__getattr__ = submodule_getattr(__name__)  # `mast.agree.<module>` without an import

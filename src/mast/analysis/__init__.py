@@ -38,6 +38,7 @@ Results are small objects with a tidy ``.table`` (one row per group x mode), ``.
 {'1.1': 1, '1.3': 0}
 """
 
+from mast._lazy import submodule_getattr
 from mast.analysis.attribution import FailureStarters, failure_starters
 from mast.analysis.data import Excluded, VectorData, collect, trace_fields
 from mast.analysis.outcomes import compare, outcome_analysis
@@ -69,3 +70,5 @@ __all__ = [
     "prevalence",
     "trace_fields",
 ]
+
+__getattr__ = submodule_getattr(__name__)  # `mast.analysis.<module>` without an import
