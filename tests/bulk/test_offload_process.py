@@ -82,8 +82,11 @@ def traces(long_steps: int = 400) -> list[Trace]:
             Step.make(0, f"Task {i}: list the items. OPENAI_API_KEY={key}", agent="user"),
             Step.make(1, f"Calling GET /api/items: {QUOTE}.", agent="coder"),
         ]
-        filler = f"tool output line {i}: " + "lorem ipsum dolor " * 8
-        steps += [Step.make(2 + k, filler, agent="coder") for k in range(long_steps * i)]
+        filler = "lorem ipsum dolor " * 8
+        steps += [
+            Step.make(2 + k, f"tool output {i}.{k} ({k * 7919 % 1000}): {filler}", agent="coder")
+            for k in range(long_steps * i)
+        ]
         out.append(Trace(id=f"t{i}", steps=steps))
     return out
 
@@ -94,9 +97,13 @@ def run_records(
     *,
     redact: bool | Redactor = True,
     pool: ProcessPool | None = None,
+    concurrency: int = 8,
+    **settings: Any,
 ) -> list[dict[str, Any]]:
     """The records of one run, with ``pool`` (started and ready first) or without one."""
-    judge = mast.Judge("openai/gpt-4.1", base_url=fake.openai_base_url, fewshot=0, redact=redact)
+    judge = mast.Judge(
+        "openai/gpt-4.1", base_url=fake.openai_base_url, fewshot=0, redact=redact, **settings
+    )
 
     async def main() -> None:
         if pool is not None:
@@ -108,6 +115,7 @@ def run_records(
                 out=out,
                 cache=False,
                 progress=False,
+                concurrency=concurrency,
                 process_pool=pool if pool is not None else False,
             )
         finally:
@@ -120,7 +128,8 @@ def run_records(
     for record in records:
         # What differs between any two runs: when, how long, and the server's reply ids
         # (numbered in the order calls arrive).
-        del record["latency_s"], record["created_at"], record["judge"]["response_ids"]
+        del record["latency_s"], record["created_at"]
+        record["judge"].pop("response_ids", None)
     return sorted(records, key=lambda r: r["trace_id"])
 
 
@@ -146,6 +155,22 @@ def test_same_records_with_and_without_the_pool(
     assert all(r["redactions"] == {"openai_key": 1} for r in pooled)
     assert all(r["vector"]["1.3"] is True for r in pooled)
     assert all(any("2.6" in p for p in r["problems"]) for r in pooled)
+
+
+def test_same_records_for_traces_annotated_in_windows(
+    fake_llm: FakeLLMServer, tmp_path: Path, everything_off_loop: None
+) -> None:
+    fake_llm.responder = answer
+    # Long traces go in several windows. One trace at a time: the judge refines its token
+    # estimate from each answer, so with several at once the windows would depend on
+    # which answer came first, pool or not.
+    small: dict[str, Any] = {"context_tokens": 10_000, "max_tokens": 2_000, "concurrency": 1}
+    inline = run_records(fake_llm, tmp_path / "thread.jsonl", **small)
+    pool = ProcessPool(1)
+    pooled = run_records(fake_llm, tmp_path / "pool.jsonl", pool=pool, **small)
+    assert max(r["windows"] for r in inline) >= 3
+    assert pool.done >= 20 and pool.declined == 0
+    assert pooled == inline
 
 
 def test_a_long_trace_in_a_worker_process_does_not_hold_up_a_small_one(
