@@ -92,3 +92,26 @@ def test_a_placeholder_can_bring_the_prefix_of_a_later_pattern(text: str) -> Non
     assert got.steps[0].content == want.steps[0].content
     assert got.steps[0].content.endswith(("=[REDACTED:secret] now", "=[REDACTED:secret]"))
     assert counts == want_counts
+
+
+# The Discord token pattern as it was, with its lookbehind first.
+PLAIN_DISCORD = re.compile(
+    r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"
+    r"(?![A-Za-z0-9_\-])"
+)
+TOKEN_CHARS = st.text("MNOab9_-.xZ\n ", min_size=0, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["M", "N", "O", "x", "_", "-", ".", " ", "\n", "a" * 23, "b" * 6, "c" * 27])
+        | TOKEN_CHARS,
+        max_size=30,
+    ).map("".join)
+)
+def test_discord_pattern_matches_as_before(text: str) -> None:
+    (discord,) = [p for p in Redactor().patterns if p.kind == "discord_token"]
+    assert [m.span() for m in discord.regex.finditer(text)] == [
+        m.span() for m in PLAIN_DISCORD.finditer(text)
+    ]

@@ -20,9 +20,12 @@ from redaction_corpus import lookalikes, secrets
     [
         (r"sk-[a-z]{4}", ("sk-",)),
         (r"(?<![A-Za-z])AKIA[0-9A-Z]{16}", ("AKIA",)),
-        (r"(?:ghp|gho)_x", ("gh",)),  # the parser factors out the common "gh"
+        (r"(?:ghp|gho)_x", ("ghp_x", "gho_x")),  # the parser makes it gh[po]_x
         (r"(ab|cd)[0-9]", ("ab", "cd")),
-        (r"(?:ab|[cd])x", None),  # one alternative starts with a class
+        (r"(?:ab|[cd])x", ("ab", "c", "d")),  # a class of a few characters: one each
+        (r"[?&]sig=", ("?sig=", "&sig=")),
+        (r"(?:ab|[c-e])x", None),  # a range is not expanded
+        (r"[abcdef]x", None),  # nor a class of more than 4 characters
         (r"\d+:AA", None),
         (r"a?bc", None),
         (r"(?i)secret", None),  # case-insensitive: literal checks would miss "SECRET"

@@ -17,14 +17,16 @@ __all__ = ["literal_prefixes"]
 
 def literal_prefixes(regex: re.Pattern[str]) -> tuple[str, ...] | None:
     """Literal strings one of which every match of ``regex`` starts with (after zero-width
-    assertions), or None when there is no such set (a class, a repeat or an empty
-    alternative first, case-insensitive flags, more than 16 alternatives, or a pattern the
-    parser cannot take apart).
+    assertions), or None when there is no such set (a repeat, a class other than a few plain
+    characters or an empty alternative first, case-insensitive flags, more than 16
+    alternatives, or a pattern the parser cannot take apart).
 
     >>> literal_prefixes(re.compile(r"(?<![a-z])sk-(?:ant-)?[A-Za-z0-9]{20,}"))
     ('sk-',)
     >>> literal_prefixes(re.compile(r"(?:xox[bp]|xapp)-\\d"))
-    ('xox', 'xapp')
+    ('xoxb', 'xoxp', 'xapp')
+    >>> literal_prefixes(re.compile(r"[?&]sig="))
+    ('?sig=', '&sig=')
     >>> literal_prefixes(re.compile(r"\\d+x")) is None
     True
     """
@@ -49,6 +51,17 @@ def _prefixes(nodes: list[Any], parser: Any) -> list[str] | None:
         if op is names.LITERAL:
             out = [o + chr(arg) for o in out]
             continue
+        if (
+            op is names.IN
+            and 0 < len(arg) <= _MAX_CLASS
+            and all(a is names.LITERAL for a, _ in arg)
+        ):
+            # A small class of plain characters, [srp] or [?&]: one prefix per character.
+            wider = [o + chr(c) for o in out for _, c in arg]
+            if len(wider) > _MAX_PREFIXES:
+                break
+            out = wider
+            continue
         if op is names.SUBPATTERN:
             inner = _prefixes(list(arg[3]), parser)
             if inner:
@@ -58,4 +71,8 @@ def _prefixes(nodes: list[Any], parser: Any) -> list[str] | None:
             if all(options):
                 out = [o + i for o in out for option in options for i in option or []]
         break  # after anything that is not a plain literal, the prefix ends
-    return out if all(out) and len(out) <= 16 else None
+    return out if all(out) and len(out) <= _MAX_PREFIXES else None
+
+
+_MAX_PREFIXES = 16
+_MAX_CLASS = 4
