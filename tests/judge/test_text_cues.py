@@ -159,3 +159,13 @@ def test_docstring_examples(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(f"mast.judge.{module}"))
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x__y", "__init__", "a__ b", "__a", "_ __", "a___b", "**x**", "`a`", "~~s~~", "C.1.1",
+     "xC.1.1", "(B.2.3", "AB.1.1", "B.12.3", "FM-1.3", "xFM1.3", "* item", "  * b", "*x"],
+)  # fmt: skip
+def test_normalize_markup_edge_cases(text: str) -> None:
+    assert normalize_markup(text) == reference_normalize(text)
+    assert normalize_markup(text + " \u2019x\u201d") == reference_normalize(text + " \u2019x\u201d")

@@ -117,6 +117,8 @@ _A_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))A\s*[.):]", re.MULTILINE)
 _SUMMARY_LABEL = re.compile(r"^\s*(?:free[- ]?form\s+text\s+summary[^:\n]*|summary)[ \t]*[:\n]\s*",
                             re.IGNORECASE)  # fmt: skip
 _WORD_CHAR = re.compile(r"\w")
+_B_CUE = re.compile(r"B\s*[.):]")  # _B_MARKER without its test of the character before
+_B_BEFORE = re.compile(r"[\s@#>(|]")
 _STEP_REF = re.compile(r"(?<![\w])\[?s(\d{1,6})\]?(?![\w])")
 
 
@@ -221,8 +223,10 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
     codes = _code_cue(tuple(taxonomy.codes))
     if any(not (m.start() and _WORD_CHAR.match(text, m.start() - 1)) for m in codes.finditer(text)):
         return True
-    if "B" in text and _B_MARKER.search(text) is not None:
-        return True
+    if "B" in text and any(
+        not m.start() or _B_BEFORE.match(text, m.start() - 1) for m in _B_CUE.finditer(text)
+    ):
+        return True  # _B_MARKER.search(text), with the literal "B" first
     if text.isascii():
         # Case-insensitive patterns on ASCII text: the same as lower-case ones on the
         # lower-cased text, and these scan much faster.

@@ -453,6 +453,11 @@ _DEFAULT_CUES_SOURCE = "|".join(
 )
 _DEFAULT_CUES = re.compile(_DEFAULT_CUES_SOURCE, re.IGNORECASE)
 _DEFAULT_CUES_LOWER = re.compile(_DEFAULT_CUES_SOURCE)  # every literal in it is lower case
+_DEFAULT_WORDS = (
+    *("other", "remaining", "additional", "further", "else", "rest"),  # other modes
+    *("mode", "categor", "code", "ones", "fm", "item", "failure"),  # no failure modes
+    *("none", "nothing"),  # "Detected: none"
+)
 _EXCEPT = re.compile(r"\b(?:other\s+than|except|besides|apart\s+from|beyond)\b", re.IGNORECASE)
 
 
@@ -464,7 +469,13 @@ def may_set_defaults(text: str, *, lowered: bool = False) -> bool:
     >>> may_set_defaults("All other modes are absent."), may_set_defaults("Step 3 ran.")
     (True, False)
     """
-    return (_DEFAULT_CUES_LOWER if lowered else _DEFAULT_CUES).search(text) is not None
+    if lowered:
+        # Every alternative holds one of these words: most texts are ruled out by a few
+        # substring tests.
+        return (
+            any(w in text for w in _DEFAULT_WORDS) and _DEFAULT_CUES_LOWER.search(text) is not None
+        )
+    return _DEFAULT_CUES.search(text) is not None
 
 
 def read_defaults(text: str, layout: Layout) -> None:

@@ -162,10 +162,12 @@ _PUNCTUATION |= dict.fromkeys("\u2018\u2019\u201b\u2032", "'") | dict.fromkeys(
 )
 _ODD_PUNCTUATION = re.compile("[" + "".join(_PUNCTUATION) + "]")
 _STAR_BULLET = re.compile(r"^([ \t]*)\*(?=[ \t])", re.MULTILINE)
-_EMPHASIS = re.compile(r"\*+|`+|~~|(?<!\w)__|__(?!\w)")
+# Lookbehinds after the literal they guard (same matches): every alternative then starts
+# with a literal character, so the regex engine can skip ahead to one.
+_EMPHASIS = re.compile(r"\*+|`+|~~|__(?<!\w__)|__(?!\w)")
 _HTML_EMPHASIS = re.compile(r"</?(?:b|strong|em|i|u)>", re.IGNORECASE)
 _FM_PREFIX = re.compile(r"\bFM[-\s_]?(?=\d{1,2}\.\d)")
-_LETTER_CODE = re.compile(r"\b([ABC])\.(?=\d{1,2}\.\d)")
+_LETTER_CODE = re.compile(r"([ABC])(?<!\w[ABC])\.(?=\d{1,2}\.\d)")
 
 
 def normalize_markup(text: str) -> str:
