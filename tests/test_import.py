@@ -46,3 +46,15 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         except AttributeError:
             continue
         raise AssertionError(f"{owner.__name__}.{name} resolved")
+
+
+def test_the_command_line_help_loads_no_stage() -> None:
+    out = fresh(
+        "import sys, contextlib, io\n"
+        "from mast.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "print([m for m in ('pydantic', 'pandas', 'numpy', 'jinja2', 'mast.judge', 'mast.traces')"
+        " if m in sys.modules])"
+    )
+    assert out.strip() == "[]"

@@ -24,11 +24,12 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from mast.judge.annotation import Annotation
-from mast.judge.judge import Judge
-from mast.traces.model import Trace
+if TYPE_CHECKING:  # loaded by the command only: `mast --help` stays fast
+    from mast.judge.annotation import Annotation
+    from mast.judge.judge import Judge
+    from mast.traces.model import Trace
 
 __all__ = [
     "HELDOUT",
@@ -93,7 +94,7 @@ _MARK = {True: "+", False: "·", None: "?"}
 def human_reference(trace: Trace) -> dict[str, bool | None]:
     """Majority vote of the trace's human annotators per mode (ties and no votes: None).
 
-    >>> from mast.traces.model import FailureVector
+    >>> from mast.traces.model import FailureVector, Trace
     >>> t = Trace(id="t", labels={"a": FailureVector({"1.1": True}),
     ...                           "b": FailureVector({"1.1": True}),
     ...                           "c": FailureVector({"1.1": False})})
@@ -193,6 +194,8 @@ def run_demo(
     """
     stream = out if out is not None else sys.stdout
     notes: list[str] = []
+    from mast.judge.judge import Judge
+
     judge = Judge(model, fewshot=fewshot, base_url=base_url, api_key=api_key)
     items = list(traces) if traces is not None else _load_examples(notes)
     annotations = [judge.annotate(t) for t in items]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mast.traces.model import Trace
+if TYPE_CHECKING:  # loaded by the command only: `mast --help` stays fast
+    from mast.traces.model import Trace
 
 
 def _traces(paths: list[str] | None) -> list[Trace]:

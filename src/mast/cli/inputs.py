@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mast.traces.model import Outcome, Trace
+if TYPE_CHECKING:  # imported where needed: `mast --help` stays fast
+    from mast.traces.model import Trace
 
 __all__ = ["add_input_options", "format_name", "input_notes"]
 
@@ -54,6 +56,8 @@ def _shown(traces: list[Trace]) -> str:
 
 def input_notes(traces: Iterable[Trace]) -> list[str]:
     """Lines for the summary about traces read in a way a person may not expect."""
+    from mast.traces.model import Outcome
+
     plain: list[Trace] = []
     no_truth: list[Trace] = []
     for trace in traces:

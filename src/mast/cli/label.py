@@ -6,9 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mast.label.export import write_labels, write_weights
-from mast.label.queue import LabelQueue, create_queue
-from mast.label.sampling import STRATEGIES
+from mast.label.sampling import STRATEGIES  # plain Python: the heavy modules load per command
 
 _NOTES = {
     "random": "a simple random sample: label shares estimate the whole input directly",
@@ -26,6 +24,7 @@ _NOTES = {
 def _cmd_new(args: argparse.Namespace) -> int:
     from mast.bulk.store import read_annotations
     from mast.errors import TraceFormatError
+    from mast.label.queue import create_queue
     from mast.traces.loaders import load_traces
 
     errors: list[TraceFormatError] = []
@@ -63,6 +62,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    from mast.label.export import write_labels, write_weights
+    from mast.label.queue import LabelQueue
+
     queue = LabelQueue(args.queue)
     rows = write_labels(queue, args.out)
     print(f"{args.out}: {rows} rows (one per trace and labeller; unsure = empty = unknown)")
@@ -73,6 +75,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
+    from mast.label.queue import LabelQueue
+
     queue = LabelQueue(args.queue)
     meta = queue.meta
     print(

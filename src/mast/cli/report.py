@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mast.analysis.report import write_report
-from mast.traces.model import Trace
+if TYPE_CHECKING:  # loaded by the command only: `mast --help` stays fast
+    from mast.traces.model import Trace
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from mast.agree.label_files import read_labels
+    from mast.analysis.report import write_report
     from mast.errors import TraceFormatError
     from mast.traces.loaders import load_traces
 
