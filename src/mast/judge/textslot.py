@@ -294,13 +294,17 @@ def _read_labelled(rest: str, label: re.Match[str]) -> tuple[bool | None, str, s
     first = _ANSWER.match(tail)
     if first is None:  # cannot happen: the label's group is an answer word
         return None, "missing", "no yes/no answer found", ""
-    return _read_first_word(tail, first)
+    # Callers read the answer of each label, never its rationale (cleaning one per label
+    # of a long item was quadratic).
+    return _read_first_word(tail, first, rationale=False)
 
 
-def _read_first_word(rest: str, first: re.Match[str]) -> tuple[bool | None, str, str, str]:
+def _read_first_word(
+    rest: str, first: re.Match[str], *, rationale: bool = True
+) -> tuple[bool | None, str, str, str]:
     word = " ".join(first.group("word").lower().split())
     after = rest[first.end() :]
-    why = _clean_rationale(after)
+    why = _clean_rationale(after) if rationale else ""
     if word not in TRUE_WORDS and word not in FALSE_WORDS:
         return None, "unclear", f"answered {word!r}", why
     value = word in TRUE_WORDS
