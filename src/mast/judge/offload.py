@@ -8,9 +8,10 @@ saves:
 
 * in a worker process of the run's :class:`~mast.judge.process_pool.ProcessPool`, when
   :func:`use_process_pool` set one up (:func:`mast.annotate_many` does, by default), so
-  another core does the work;
-* otherwise, or when the pool cannot do the job, in a worker thread: the loop goes on
-  serving the other traces' network I/O in between, but shares its core with the thread.
+  another core does the work: from :data:`PROCESS_CHARS` characters on;
+* otherwise, or when the pool cannot do the job, in a worker thread from
+  :data:`OFF_LOOP_CHARS` on: the loop goes on serving the other traces' network I/O in
+  between, but shares its core with the thread (the interpreter lock).
 
 Both give the same result as running inline: the functions are deterministic and the
 process path sends them, their arguments and their result through :mod:`pickle`.
@@ -60,14 +61,15 @@ def use_process_pool(pool: ProcessPool | None) -> Iterator[ProcessPool | None]:
 
 
 async def off_loop(size: int, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)``: in a worker process or thread when ``size`` (the characters
-    it works through) is at least :data:`OFF_LOOP_CHARS`, else right here."""
-    if size < OFF_LOOP_CHARS:
-        return fn(*args, **kwargs)
+    """``fn(*args, **kwargs)``, where ``size`` (the characters it works through) says: in a
+    worker process of the run's pool from its ``min_chars`` on (:data:`PROCESS_CHARS`), in
+    a thread from :data:`OFF_LOOP_CHARS` on when the pool cannot take it, else right here."""
     pool = _POOL.get()
     if pool is not None and size >= pool.min_chars:
         done, value = await pool.run(fn, args, kwargs)
         if done:
             return value  # type: ignore[no-any-return]
+    if size < OFF_LOOP_CHARS:
+        return fn(*args, **kwargs)
     # to_thread copies the context, so the call hook's ContextVar stays visible.
     return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
