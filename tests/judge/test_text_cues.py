@@ -59,7 +59,8 @@ def check(text: str, tax: Taxonomy = TAX) -> None:
 # Pieces answers are made of, and pieces that only look like them.
 PIECES = [
     "1.1", "1.3", "2.6", "3.3", "11.1", "1.10", "v1.1", "HTTP/1.1", "1.1.1", "4.4", "C.1.1",
-    "C .1.1", "C:", "C)", "C.", "B.", "B:", "B )", "A.", "@@", "FM-", "FM", "**", "*", "`",
+    "C .1.1", "C:", "C)", "C.", "C\n.", "22.2.2", ".1.1", "x.1.1", "B.", "B:", "B )", "A.", "@@",
+    "FM-", "FM", "**", "*", "`",
     "__", "~~", "<b>", "</b>", "<think>", "</think>", "<answer>", "</answer>", "Final answer",
     ":", ": ", " - ", " — ", "|", "| --- |", "(", ")", "[x]", "[ ]", "✅", "❌", "yes", "no",
     "Yes", "NO", "true", "false", "present", "absent", "not present", "detected", "none",
@@ -115,6 +116,10 @@ def test_may_answer_skips_plain_log_text() -> None:
     assert may_answer(log + "Task completed: yes\n", TAX)
     assert may_answer(log + "No failure modes were detected.", TAX)
     assert may_answer("C .1.1: yes", TAX) and readable("C .1.1: yes")
+    assert may_answer("C\n .1.1: yes", TAX) and readable("C\n .1.1: yes")
+    # Version numbers hold no code: pip 22.2.2 (2.2 after "."), >=1.1.4 (1.1 before ".4").
+    versions = "pip: 22.2.2\nsetuptools>=62.3.2\nrequires numpy>=1.1.4 (2.2.3)\n"
+    assert not may_answer(versions, TAX) and not readable(versions)
 
 
 def test_may_answer_reads_the_codes_of_its_taxonomy() -> None:

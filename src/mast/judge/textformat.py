@@ -221,7 +221,7 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
     # Every answer the reader finds is bound to a code written in the text (item, table
     # cell, list), or comes from the task line, the "B." line or a default sentence.
     codes = _code_cue(tuple(taxonomy.codes))
-    if any(not (m.start() and _WORD_CHAR.match(text, m.start() - 1)) for m in codes.finditer(text)):
+    if any(_code_can_be_read(text, m.start()) for m in codes.finditer(text)):
         return True
     if "B" in text and any(
         not m.start() or _B_BEFORE.match(text, m.start() - 1) for m in _B_CUE.finditer(text)
@@ -237,11 +237,26 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
     return _layout.find_task_line(text) is not None or _layout.may_set_defaults(text)
 
 
+def _code_can_be_read(text: str, at: int) -> bool:
+    """Whether some reader can take the code at ``at``: every one (CODE, a table cell, a
+    list item) wants no letter, digit or "." right before it, except where the region read
+    starts right after a "C ." marker ("22.2.2" and "1.1.4" hold no code)."""
+    if not at:
+        return True
+    before = text[at - 1]
+    if before == ".":
+        i = at - 2
+        while i >= 0 and text[i].isspace():
+            i -= 1
+        return i >= 0 and text[i] == "C"
+    return _WORD_CHAR.match(before) is None
+
+
 @lru_cache(maxsize=16)
 def _code_cue(codes: tuple[str, ...]) -> re.Pattern[str]:
     # Where any reader of a code (CODE, a table cell, a list item) can take one of ``codes``:
-    # never right after a letter or digit, never before one or before ".<digit>". The
-    # reader's own "not after '.'" is left out: the region read may start right after "C .".
+    # never before a letter or digit or before ".<digit>" (what comes before: see
+    # _code_can_be_read).
     alternatives = "|".join(re.escape(c) for c in sorted(codes, key=len, reverse=True))
     # (The "not after a word character" test is made on each match: as a lookbehind first
     # in the pattern it would keep the regex engine from skipping ahead to a literal.)
