@@ -292,6 +292,9 @@ class WorkerActor:
                     progress=False,
                     on_stop="return",
                     limiter=RemoteLimiter(self.limits),
+                    # Ray gives each actor a core already: a process pool per actor would
+                    # ask for more cores than there are.
+                    process_pool=False,
                 )
             finally:
                 await self.judge.aclose()
