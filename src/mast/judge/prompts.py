@@ -276,6 +276,8 @@ class _Templates:
                 trim_blocks=True,
                 lstrip_blocks=True,
                 keep_trailing_newline=False,
+                # Shipped templates do not change during a run: no file stat per render.
+                auto_reload=False,
             )
         return cls._env
 
