@@ -17,6 +17,7 @@ answer with nothing readable at all raises :class:`~mast.errors.VerdictParseErro
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -377,12 +378,16 @@ class _Readers:
 _READERS: dict[int, _Readers] = {}
 
 
+_READERS_LOCK = threading.Lock()  # parsing also runs in worker threads (off_loop)
+
+
 def _readers(tax: Taxonomy) -> _Readers:
     found = _READERS.get(id(tax))
     if found is None or found.taxonomy is not tax:
-        if len(_READERS) >= 8:
-            _READERS.pop(next(iter(_READERS)))
-        found = _READERS[id(tax)] = _Readers(tax)
+        with _READERS_LOCK:
+            if len(_READERS) >= 8:
+                _READERS.pop(next(iter(_READERS)))
+            found = _READERS[id(tax)] = _Readers(tax)
     return found
 
 
