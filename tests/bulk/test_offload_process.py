@@ -38,8 +38,8 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[ProcessPool | None]:
     made: list[ProcessPool | None] = []
     real = runner_mod._process_pool
 
-    def spy(setting: bool | int) -> ProcessPool | None:
-        made.append(real(setting))
+    def spy(setting: bool | int, concurrency: int) -> ProcessPool | None:
+        made.append(real(setting, concurrency))
         return made[-1]
 
     monkeypatch.setattr(runner_mod, "_process_pool", spy)
@@ -282,10 +282,17 @@ def test_a_worker_that_prints_still_answers(
     assert "redacting t0" in capfd.readouterr().err  # the worker's prints went to stderr
 
 
-def test_the_setting() -> None:
-    assert runner_mod._process_pool(False) is None
-    assert runner_mod._process_pool(0) is None
-    pool = runner_mod._process_pool(2)
+def test_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert runner_mod._process_pool(False, 8) is None
+    assert runner_mod._process_pool(0, 8) is None
+    pool = runner_mod._process_pool(2, 8)
     assert pool is not None and pool.workers == 2 and pool.started == 0  # nothing started yet
+    monkeypatch.setattr(runner_mod, "default_workers", lambda: 1)
+    default = runner_mod._process_pool(True, 8)
+    assert default is not None and default.workers == 1
+    # One trace in flight: nothing to overlap, so no pool unless asked for by number.
+    assert runner_mod._process_pool(True, 1) is None
+    asked = runner_mod._process_pool(1, 1)
+    assert asked is not None and asked.workers == 1
     with pytest.raises(ValueError, match="process_pool"):
-        runner_mod._process_pool(-1)
+        runner_mod._process_pool(-1, 8)

@@ -26,9 +26,9 @@ def test_the_flag_reaches_the_run(
     seen: list[bool | int | ProcessPool] = []
     real = runner_mod._process_pool
 
-    def spy(value: bool | int | ProcessPool) -> ProcessPool | None:
+    def spy(value: bool | int | ProcessPool, concurrency: int) -> ProcessPool | None:
         seen.append(value)
-        return real(value)
+        return real(value, concurrency)
 
     monkeypatch.setattr(runner_mod, "_process_pool", spy)
     fake_llm.responder = lambda _: Reply.text(verdict_json(load_taxonomy().codes))

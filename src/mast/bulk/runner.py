@@ -113,7 +113,11 @@ async def aannotate_many(
     this event loop, to share its processes between runs (the caller closes it).
     """
     owned = not isinstance(process_pool, ProcessPool)
-    pool = process_pool if isinstance(process_pool, ProcessPool) else _process_pool(process_pool)
+    pool = (
+        process_pool
+        if isinstance(process_pool, ProcessPool)
+        else _process_pool(process_pool, concurrency)
+    )
     try:
         # Tasks the run creates inherit the pool: long traces are prepared in its processes.
         with use_process_pool(pool):
@@ -145,10 +149,12 @@ async def aannotate_many(
             await pool.aclose()
 
 
-def _process_pool(setting: bool | int | ProcessPool) -> ProcessPool | None:
-    """The run's pool for long traces: None when off, or when no core is spare."""
+def _process_pool(setting: bool | int | ProcessPool, concurrency: int) -> ProcessPool | None:
+    """The run's pool for long traces: None when off, when no core is spare, or by default
+    with one trace in flight (the loop has nothing to overlap; the inter-process round trip
+    would only add to each trace's time)."""
     if isinstance(setting, bool):
-        workers = default_workers() if setting else 0
+        workers = default_workers() if setting and concurrency > 1 else 0
     elif isinstance(setting, int) and setting >= 0:
         workers = setting
     else:
@@ -379,7 +385,8 @@ def annotate_many(
         Where the CPU work of very long traces (redaction, rendering, parsing; from
         :data:`~mast.judge.offload.PROCESS_CHARS` characters on) runs: ``True`` (default)
         in up to one worker process per spare core, started when the first such trace
-        arrives and stopped at the end of the run; a number of processes; or ``False``
+        arrives and stopped at the end of the run (by default not with ``concurrency=1``:
+        one trace in flight leaves nothing to overlap); a number of processes; or ``False``
         for a thread of this process (see :mod:`mast.judge.offload`). Results are the
         same either way; a job a process cannot do goes to the thread.
 
