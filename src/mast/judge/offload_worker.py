@@ -21,12 +21,11 @@ Anything the job prints goes to standard error, so it cannot corrupt the replies
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 from typing import Any, BinaryIO
 
-__all__ = ["main", "run_job", "shared"]
+__all__ = ["context", "main", "run_job", "shared"]
 
 _HEADER = 8
 # Objects sent by reference (name of a module-level sequence, index) instead of by value:
@@ -41,13 +40,13 @@ def shared(module: str, name: str, index: int) -> Any:
     return getattr(importlib.import_module(module), name)[index]
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, contexts: dict[str, Any]) -> None:
-        super().__init__(io.BytesIO(data))
-        self.contexts = contexts
+# The contexts of the job being loaded (see run_job); only this process's one thread reads it.
+_active: dict[str, Any] = {}
 
-    def persistent_load(self, pid: Any) -> Any:
-        return self.contexts[pid]
+
+def context(key: str) -> Any:
+    """The context ``key`` sent to this worker earlier (unpickling helper)."""
+    return _active[key]
 
 
 def run_job(payload: bytes, contexts: dict[str, Any] | None = None) -> tuple[int, bytes]:
@@ -55,12 +54,14 @@ def run_job(payload: bytes, contexts: dict[str, Any] | None = None) -> tuple[int
     the contexts (objects many jobs share: the judge, its taxonomy, its redactor) this
     worker has not seen, as ``(key, pickle)`` pairs, then the job, which refers to them by
     key. Keeping them here, one copy for all jobs, keeps their caches warm."""
+    global _active
     contexts = {} if contexts is None else contexts
+    _active = contexts
     try:
         new, job = pickle.loads(payload)
         for key, data in new:
-            contexts[key] = _Unpickler(data, contexts).load()
-        fn, args, kwargs = _Unpickler(job, contexts).load()
+            contexts[key] = pickle.loads(data)
+        fn, args, kwargs = pickle.loads(job)
         result = fn(*args, **kwargs)
         return 0, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # the parent redoes the job in a thread and gets the error there
