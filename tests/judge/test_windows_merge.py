@@ -131,3 +131,35 @@ def test_merge_rules_by_hand() -> None:
 
 def test_other_taxonomies_merge_every_mode_locally() -> None:
     assert set(mode_kinds(["1.5", "3.2"], "SRE").values()) == {"local"}
+
+
+def test_windows_do_not_depend_on_earlier_answers(fake_llm: FakeLLMServer) -> None:
+    """A trace's requests are the same whatever the judge saw before: a server reporting
+    twice the estimated tokens for one trace does not make the next trace windowed (a
+    rerun in another order would otherwise send other prompts and miss the cache)."""
+    trace = chatdev()
+    short = trace.model_copy(update={"id": "short", "steps": trace.steps[:6]})
+
+    def respond(request: Recorded) -> Reply:
+        chars = sum(len(m["content"]) for m in request.body["messages"])
+        tokens = int(chars / CHARS_PER_TOKEN * 2)  # a tokenizer far less dense than assumed
+        return Reply.text(answer({}), usage={"input": tokens, "output": 50})
+
+    fake_llm.responder = respond
+
+    def requests_for(first: Trace | None) -> list[str]:
+        judge = Judge(
+            "openai/gpt-4.1",
+            base_url=fake_llm.openai_base_url,
+            api_key=KEY,
+            fewshot=0,
+            max_tokens=1000,
+            max_input_tokens=16_000,
+        )
+        if first is not None:
+            judge.annotate(first)
+        fake_llm.requests.clear()
+        judge.annotate(trace.model_copy(update={"steps": trace.steps[:40]}))
+        return [json.dumps(r.body["messages"]) for r in fake_llm.requests]
+
+    assert requests_for(short) == requests_for(None)

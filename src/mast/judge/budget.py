@@ -40,10 +40,6 @@ _REASONING_OUTPUT = 32_768
 _SAFETY = 0.9
 
 
-# Chars/token observed from reported usage is clamped into this range.
-_MIN_CHARS_PER_TOKEN = 1.5
-
-
 # Bound on re-splitting after the provider says the prompt is too long.
 _MAX_CONTEXT_RETRIES = 2
 

@@ -9,8 +9,10 @@ and every mode ``None``. A failed call gives status ``"error"`` with the reason,
 
 Long traces are annotated in windows of whole steps when the prompt would not fit the
 context budget (see :mod:`mast.judge.windows`); tokens are estimated at
-:data:`~mast.judge.prompts.CHARS_PER_TOKEN` characters per token, refined by the usage the
-provider reports.
+:data:`~mast.judge.prompts.CHARS_PER_TOKEN` characters per token. The estimate is not
+refined from answers: windows that depended on which answer came first would make the
+same trace's prompts depend on run order, and a rerun would miss the cache and pay again;
+an estimate that proves too low costs one refused call, then smaller windows.
 
 >>> judge = Judge("heuristic")
 >>> from mast.traces.model import Step, Trace
@@ -36,7 +38,6 @@ from mast.judge.answer_format import AnswerMode, answer_schema, answer_settings,
 from mast.judge.attribution_grounding import ground_attribution
 from mast.judge.budget import (
     _DEFAULT_OUTPUT,
-    _MIN_CHARS_PER_TOKEN,
     _REASONING_OUTPUT,
     _SAFETY,
     DEFAULT_CONTEXT_TOKENS,
@@ -223,7 +224,7 @@ class Judge:
         self._output_reserve = self._config.max_tokens or _DEFAULT_OUTPUT
         self._schemas = SchemaChoice(self._provider)  # shared with the for_sample copies
         self._systems: dict[tuple[str, ...], str] = {}
-        self._chars_per_token = CHARS_PER_TOKEN
+        self._chars_per_token = CHARS_PER_TOKEN  # fixed: see the module docstring
 
     # ------------------------------------------------------------------ configuration
     def _context(self, trace: Trace) -> _Context:
@@ -397,13 +398,6 @@ class Judge:
         limit = self.context_tokens - self._output_reserve
         return int(min(limit, self.max_input_tokens or limit) * _SAFETY)
 
-    def _learn(self, prompt: Prompt, usage: Usage) -> None:
-        """Refine chars/token from the provider's count (only ever more conservative)."""
-        if usage.input_tokens and usage.input_tokens > 0:
-            observed = prompt.text_length / usage.input_tokens
-            if observed >= _MIN_CHARS_PER_TOKEN:
-                self._chars_per_token = min(self._chars_per_token, observed)
-
     async def _send(self, prompt: Prompt) -> Completion:
         assert self._provider is not None and self._config is not None
         # Scrubbed before a call hook can cache it, and again in _call (older caches, batch).
@@ -427,7 +421,6 @@ class Judge:
             return outcome
         outcome.completions.append(completion)
         outcome.usage = outcome.usage + completion.usage
-        self._learn(prompt, completion.usage)
         raws = [completion.text]
         size = prompt.text_length
         planted = await off_loop(
