@@ -67,8 +67,12 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, timeout: float = 3600) -> Child:
-    """Run ``cmd``; its last stdout line is JSON. Peak RSS is the child's own ru_maxrss,
-    read by the parent from ``wait4`` (nothing the child has to report about itself)."""
+    """Run ``cmd``; its last stdout line is JSON. Peak RSS is read by the parent, nothing
+    the child reports about itself: on Linux the child's ``VmHWM`` (the high-water mark of
+    its own memory since ``exec``) polled from ``/proc`` every 10 ms, else ``wait4``'s
+    ru_maxrss. Not ru_maxrss on Linux: the kernel carries the parent's high-water mark into
+    a child's ru_maxrss at ``exec``, so every child of a bench process that once held
+    150 MB reports at least 150 MB."""
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or clean_env(), cwd=ROOT
@@ -84,12 +88,18 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, timeout: flo
     ]
     for reader in readers:
         reader.start()
+    hwm_kb = [0]
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_hwm, args=(proc.pid, hwm_kb, stop), daemon=True)
+    watcher.start()
     timer = threading.Timer(timeout, proc.kill)
     timer.start()
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     finally:
         timer.cancel()
+        stop.set()
+        watcher.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:
         reader.join()
@@ -104,9 +114,27 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, timeout: flo
         )
     lines = [line for line in out.decode().splitlines() if line.strip()]
     result = json.loads(lines[-1]) if lines else None
+    if hwm_kb[0]:
+        return Child(result=result, max_rss_mb=hwm_kb[0] / 1024, wall_s=wall)
     # ru_maxrss is in KiB on Linux (bytes on macOS).
     divisor = 1024 * 1024 if sys.platform == "darwin" else 1024
     return Child(result=result, max_rss_mb=usage.ru_maxrss / divisor, wall_s=wall)
+
+
+def _watch_hwm(pid: int, out: list[int], stop: threading.Event) -> None:
+    """Keep the last ``VmHWM`` (KiB) of process ``pid`` in ``out[0]`` until ``stop`` (it
+    only grows, so the last reading misses at most the final 10 ms)."""
+    path = f"/proc/{pid}/status"
+    while not stop.is_set():
+        try:
+            with open(path, encoding="ascii", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        out[0] = max(out[0], int(line.split()[1]))
+                        break
+        except (OSError, ValueError):
+            return  # not Linux, or the process is gone
+        stop.wait(0.01)
 
 
 def python_child(args: list[str], **kw: Any) -> Child:
