@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from mast.judge import textlayout as _layout
+from mast.judge.symbol_legend import apply_legend
 from mast.judge.textslot import (
     ANSWER_WORDS,
     CLOSES,
@@ -156,6 +157,9 @@ def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextRead
     text, thoughts = _layout.drop_thinking(normalize_markup(raw))
     if thoughts:
         reading.problems.append(f"ignored {thoughts} reasoning block(s) in the answer")
+    text, legend = apply_legend(text)
+    if legend:
+        reading.problems.append(legend)
     known = set(taxonomy.codes)
     start, end, note = _layout.answer_region(text)
     if note:
