@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import mast
 from fake_llm_server import FakeLLMServer, Recorded, Reply, verdict_json
 from mast.bulk.batch import BATCH_PRICE_FACTOR, BatchState, batch_state_path
 from mast.bulk.runner import RetryPolicy, aannotate_many, annotate_many
+from mast.bulk.store import ResultsStore
 from mast.errors import BudgetExceeded
 from mast.judge.judge import Judge
 from mast.taxonomy import load_taxonomy
@@ -362,3 +364,38 @@ def test_batch_mode_takes_one_batch_of_traces_at_a_time(
     assert all(a.ok for a in run) and len(run) == 5
     assert seen_at == [0, 0, 1, 1, 2]
     assert len(fake_llm.batches) == 3 and fake_llm.completions == []
+
+
+def test_without_a_cache_a_run_that_stops_early_leaves_its_paid_batch_to_the_next(
+    fake_llm: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--batch --no-cache: the collected answers live only in memory. A run that stops
+    before writing them all (here the disk fills up after one record) keeps the batch
+    listed beside the results file and counts what it did not use; the next run collects
+    the same batch again instead of paying for a new one or for live calls."""
+    fake_llm.default = Reply.text(ANSWER, usage={"input": 1000, "output": 100})
+    out = tmp_path / "r.jsonl"
+    state = batch_state_path(out)
+    real_append = ResultsStore.append
+    written: list[str] = []
+
+    def append(self: ResultsStore, annotation: mast.Annotation) -> None:
+        if written:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+        real_append(self, annotation)
+        written.append(annotation.trace_id)
+
+    monkeypatch.setattr(ResultsStore, "append", append)
+    judge = judge_for(fake_llm, PROVIDERS[0])
+    first = run_batch(judge, synthetic(4), tmp_path, cache=None, on_stop="return", concurrency=1)
+    assert first.summary.stopped == "output" and len(fake_llm.batches) == 1
+    assert first.summary.batch_unused == 2  # the answers of the two traces never reached
+    assert first.summary.batch_unused_usd > 0 and first.summary.batch_unused_kept
+    assert "collects them" in str(first.summary)
+    assert len(BatchState(state).entries) == 1  # still listed for the next run
+
+    monkeypatch.setattr(ResultsStore, "append", real_append)
+    again = run_batch(judge, synthetic(4), tmp_path, cache=None)
+    assert all(a.ok for a in again) and again.summary.resumed == 1
+    assert len(fake_llm.batches) == 1 and fake_llm.completions == []  # nothing paid twice
+    assert again.summary.batch_unused == 0 and not state.exists()

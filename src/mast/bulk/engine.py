@@ -126,6 +126,7 @@ class _Runner:
         self.live_keys: set[str] = set()
         # Batch answers the cache does not hold (no cache, or it could not store them).
         self.batch_answers: dict[str, CachedResponse] = {}
+        self.kept_batches: list[str] = []  # collected, but listed until the run ends well
         self.batch_mode = False
         self.batch_pending: list[tuple[int, Trace]] = []
 
@@ -444,6 +445,19 @@ class _Runner:
             self.summary.not_attempted = [trace.id for _, trace in left]
             self.summary.stopped = self.stopped.reason
             self.summary.stop_message = self.stopped.message
+        self.settle_kept_batches(state)
+
+    def settle_kept_batches(self, state: BatchState | None) -> None:
+        """Unlist batches kept for their answers, or after an early stop count those unused."""
+        unused = [a for a in self.batch_answers.values() if not a.charged]
+        if self.stopped is not None and unused:
+            self.summary.batch_unused = len(unused)
+            costs = [self.price(a.completion.usage, batch=True) for a in unused]
+            self.summary.batch_unused_usd = sum(c or 0.0 for c in costs)
+            self.summary.batch_unused_kept = state is not None and state.path is not None
+        elif state is not None:
+            for batch_id in self.kept_batches:
+                state.remove(batch_id)
 
     # ------------------------------------------------------------------ batch mode
     async def run_batch(self, items: Iterator[tuple[int, Trace]]) -> list[tuple[int, Trace]]:
@@ -570,20 +584,17 @@ class _Runner:
                     log.info("batch %s item %s failed: %s", entry.id, key[:12], result)
         if failed:
             log.warning("batch %s: %d item(s) failed; retrying them one by one", entry.id, failed)
-        state.remove(entry.id)
+        if any(key in self.batch_answers for key in entry.keys):
+            # Paid answers no cache holds: a run that stops before using them all leaves
+            # the batch listed, so the next run collects it instead of paying again.
+            self.kept_batches.append(entry.id)
+        else:
+            state.remove(entry.id)
         self.progress.set_note("")
 
     async def retrying(self, make: Callable[[], Awaitable[Any]]) -> Any:
         """A batch-API request with the run's retry policy; auth errors stop the run."""
-        attempt = 0
-        while True:
-            try:
-                return await make()
-            except AuthError as exc:
-                raise self.stop("auth", str(exc)) from exc
-            except ProviderError as exc:
-                attempt += 1
-                if not exc.retryable or attempt >= self.retry.max_attempts:
-                    raise
-                retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
-                await asyncio.sleep(self.retry.delay(attempt - 1, retry_after, self.rng))
+        try:
+            return await self.retry.call(make, self.rng)
+        except AuthError as exc:
+            raise self.stop("auth", str(exc)) from exc

@@ -4,18 +4,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from mast.bulk.progress import format_duration
+from mast.errors import ProviderError, RateLimitError
 from mast.judge.annotation import Annotation
 from mast.judge.grounding import grounded_share
 from mast.judge.judge import Judge
 from mast.judge.verdict import Finding
+
+T = TypeVar("T")
 
 # Settings that do not change an answer: left out of the resume key.
 _NOT_IN_CONFIG_HASH = ("mast_version", "base_url")
@@ -70,6 +75,20 @@ class RetryPolicy:
             return float(retry_after + rng.uniform(0, min(1.0, 0.1 * retry_after + 0.05)))
         return float(jittered)
 
+    async def call(self, make: Callable[[], Awaitable[T]], rng: random.Random) -> T:
+        """``await make()``, tried again after a retryable :class:`~mast.errors.ProviderError`
+        as this policy says (other errors, and the last attempt's, are raised)."""
+        attempt = 0
+        while True:
+            try:
+                return await make()
+            except ProviderError as exc:
+                attempt += 1
+                if not exc.retryable or attempt >= self.max_attempts:
+                    raise
+                retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
+                await asyncio.sleep(self.delay(attempt - 1, retry_after, rng))
+
 
 @dataclass
 class RunSummary:
@@ -112,6 +131,12 @@ class RunSummary:
     grounded_positives: int = 0
     """Of those, answers with grounded evidence (see :func:`mast.grounded_share`)."""
     elapsed_s: float = 0.0
+    batch_unused: int = 0
+    """Batch answers paid for that no record used (the run stopped early, no cache held
+    them); :attr:`batch_unused_usd` is their price, not in :attr:`cost_usd`."""
+    batch_unused_usd: float = 0.0
+    batch_unused_kept: bool = False
+    """Whether their batches stay listed beside the results file for the next run."""
     stopped: str | None = None
     """Why the run stopped early: ``"auth"``, ``"budget"``, ``"output"`` (the results file
     could not be written), ``"duplicate"`` (two traces with one id in a lazy input) or None."""
@@ -165,6 +190,16 @@ class RunSummary:
         if self.duplicates:
             shown = ", ".join(self.duplicates[:5]) + (" …" if len(self.duplicates) > 5 else "")
             lines.append(f"{len(self.duplicates)} trace(s) read twice, annotated once: {shown}")
+        if self.batch_unused:
+            lines.append(
+                f"{self.batch_unused} batch answer(s) paid (${self.batch_unused_usd:.4f}) but "
+                "on no record: "
+                + (
+                    "the next run collects them from the provider instead of paying again"
+                    if self.batch_unused_kept
+                    else "without a cache or results file nothing keeps them"
+                )
+            )
         if self.stopped:
             lines.append(f"stopped early ({self.stopped}): {self.stop_message}")
         return "\n".join(lines)
