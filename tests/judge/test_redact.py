@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -340,14 +339,13 @@ def test_redact_trace() -> None:
     assert R.redact_trace(clean) == (clean, {})
 
 
-def test_redaction_is_fast_on_a_big_trace() -> None:
+def test_redaction_of_a_big_log_finds_its_one_secret() -> None:
+    # ~10 MB of log lines that look like ids and numbers: no false positive, the key found.
+    # (Speed is measured in bench/, not asserted here: machines are noisy.)
     line = "INFO 2025-01-01 worker-3 processed batch 1234 id=5f2b9c1e-77aa-4e0b in 12ms\n"
-    text = line * 130_000 + f"OPENAI_API_KEY={OPENAI}\n"  # ~10 MB
-    start = time.perf_counter()
+    text = line * 130_000 + f"OPENAI_API_KEY={OPENAI}\n"
     out = R.redact(text)
-    elapsed = time.perf_counter() - start
     assert out.counts == {"openai_key": 1}
-    assert elapsed < 10, f"{elapsed:.1f}s for {len(text) / 1e6:.0f} MB"
 
 
 # --------------------------------------------------------------------------- the judge
