@@ -6,6 +6,18 @@ Messages follow one rule: say what was received, what was expected, and how to f
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """A pydantic error as one line: ``where: what`` per problem, for messages that name
+    the file and the fix around it."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}" for err in exc.errors()
+    )
 
 
 class MastError(Exception):

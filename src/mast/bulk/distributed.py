@@ -38,7 +38,7 @@ from typing import Any, Literal, TextIO
 
 from mast.bulk.ray_actors import actor_classes, shard_name
 from mast.bulk.store import read_annotations, shard_paths
-from mast.bulk.types import RetryPolicy, RunSummary, config_hash
+from mast.bulk.types import RetryPolicy, RunSummary, check_run_settings, config_hash
 from mast.bulk.units import Unit, plan_units
 from mast.errors import BudgetExceeded, MastError, MissingDependencyError, RunStopped
 from mast.judge.judge import Judge
@@ -140,20 +140,9 @@ def annotate(
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if unit_size < 1:
         raise ValueError(f"unit_size must be at least 1, got {unit_size}")
-    if budget_usd is not None and budget_usd < 0:
-        raise ValueError(f"budget_usd must not be negative, got {budget_usd}")
-    if on_stop not in ("raise", "return"):
-        raise ValueError(f"on_stop must be 'raise' or 'return', got {on_stop!r}")
-    model_key = f"{judge.provider_name}/{judge.model_name}"
-    if budget_usd is not None and judge.provider is not None and model_key not in judge.prices:
-        raise MastError(
-            f"budget_usd needs a price for {model_key}, and the price table has none: pass "
-            "prices={...} (USD per million tokens) to Judge, or run without a budget"
-        )
+    check_run_settings(judge, concurrency=concurrency, budget_usd=budget_usd, on_stop=on_stop)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise MastError(

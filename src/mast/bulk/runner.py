@@ -55,10 +55,9 @@ from mast.bulk.engine import (
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import Limiter, RateLimiter
 from mast.bulk.store import ResultsStore
-from mast.bulk.types import AnnotationRun, RetryPolicy, RunSummary, config_hash
+from mast.bulk.types import AnnotationRun, RetryPolicy, RunSummary, check_run_settings, config_hash
 from mast.errors import (
     BudgetExceeded,
-    MastError,
     RunStopped,
 )
 from mast.judge.helpers import run_sync as _run_sync
@@ -248,20 +247,9 @@ async def _annotate_once(
     seed: int | None,
     limiter: Limiter | None,
 ) -> AnnotationRun:
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    if budget_usd is not None and budget_usd < 0:
-        raise ValueError(f"budget_usd must not be negative, got {budget_usd}")
-    if on_stop not in ("raise", "return"):
-        raise ValueError(f"on_stop must be 'raise' or 'return', got {on_stop!r}")
+    check_run_settings(judge, concurrency=concurrency, budget_usd=budget_usd, on_stop=on_stop)
     if judge.provider is None:
         batch = False  # the heuristic judge makes no calls
-    model_key = f"{judge.provider_name}/{judge.model_name}"
-    if budget_usd is not None and judge.provider is not None and model_key not in judge.prices:
-        raise MastError(
-            f"budget_usd needs a price for {model_key}, and the price table has none: pass "
-            "prices={...} (USD per million tokens) to Judge, or run without a budget"
-        )
     if timeout is None and judge.call_config is not None:
         timeout = judge.call_config.timeout
     total = len(traces) if isinstance(traces, Sized) else None

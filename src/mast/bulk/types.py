@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from mast.bulk.progress import format_duration
-from mast.errors import ProviderError, RateLimitError
+from mast.errors import MastError, ProviderError, RateLimitError
 from mast.judge.annotation import Annotation
 from mast.judge.grounding import grounded_share
 from mast.judge.judge import Judge
@@ -38,6 +38,24 @@ def config_hash(judge: Judge) -> str:
     info = {k: v for k, v in judge.describe().items() if k not in _NOT_IN_CONFIG_HASH}
     text = json.dumps(info, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def check_run_settings(
+    judge: Judge, *, concurrency: int, budget_usd: float | None, on_stop: str
+) -> None:
+    """Refuse settings a run (local or Ray) cannot honour, before anything is read or paid."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if budget_usd is not None and budget_usd < 0:
+        raise ValueError(f"budget_usd must not be negative, got {budget_usd}")
+    if on_stop not in ("raise", "return"):
+        raise ValueError(f"on_stop must be 'raise' or 'return', got {on_stop!r}")
+    model_key = f"{judge.provider_name}/{judge.model_name}"
+    if budget_usd is not None and judge.provider is not None and model_key not in judge.prices:
+        raise MastError(
+            f"budget_usd needs a price for {model_key}, and the price table has none: pass "
+            "prices={...} (USD per million tokens) to Judge, or run without a budget"
+        )
 
 
 @dataclass(frozen=True)

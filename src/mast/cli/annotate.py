@@ -98,7 +98,10 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
         if len(judges) > 1:
             print("mast: error: --engine ray runs one --model at a time", file=sys.stderr)
             return 2
-        return annotate_on_ray(args, judges[0], _run_options(args))
+        try:
+            return annotate_on_ray(args, judges[0], _run_options(args))
+        except KeyboardInterrupt:
+            return interrupted(args.out)
     errors: list[TraceFormatError] = []
     if not args.quiet:
         print("mast: loading traces …", file=sys.stderr)
@@ -204,12 +207,7 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
             **_run_options(args),
         )
     except KeyboardInterrupt:
-        print(
-            f"mast: interrupted; records written so far are in {args.out}. "
-            "Run the same command again to resume.",
-            file=sys.stderr,
-        )
-        return 130
+        return interrupted(args.out)
     summary = run.summary
     print(summary.format())
     if args.attribution:
@@ -231,6 +229,16 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
         return 1  # stopped before anything could be done, or results could not be written
     ok = sum(a.status == "ok" for a in run)
     return 0 if ok else 1
+
+
+def interrupted(out: object) -> int:
+    """What an interrupted ``mast annotate`` says (records so far are kept), and its exit code."""
+    print(
+        f"mast: interrupted; records written so far are in {out}. "
+        "Run the same command again to resume.",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -25,24 +25,17 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, A
             file=sys.stderr,
         )
         return 2
-    try:
-        run = annotate(
-            args.inputs,
-            judge,
-            workers=args.workers,
-            address=args.address,
-            format=args.format,
-            ground_truth=args.ground_truth,
-            progress_stream=sys.stderr,
-            **options,
-        )
-    except KeyboardInterrupt:
-        print(
-            f"mast: interrupted; records written so far are in {args.out}. "
-            "Run the same command again to resume.",
-            file=sys.stderr,
-        )
-        return 130
+    # An interrupt is reported by the caller, as for the local engine.
+    run = annotate(
+        args.inputs,
+        judge,
+        workers=args.workers,
+        address=args.address,
+        format=args.format,
+        ground_truth=args.ground_truth,
+        progress_stream=sys.stderr,
+        **options,
+    )
     summary = run.summary
     print(summary.format())
     if run.unreadable:

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mast._resources import data_dir
-from mast.errors import FewShotError
+from mast.errors import FewShotError, validation_problems
 from mast.judge.tokens import estimate_tokens
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step
@@ -159,11 +159,7 @@ def load_pool(path: str | Path | None = None, *, taxonomy: Taxonomy | None = Non
         try:
             excerpt = Excerpt.model_validate(raw)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
-                for err in exc.errors()
-            )
-            raise FewShotError(f"{file}: excerpt {where}: {problems}") from exc
+            raise FewShotError(f"{file}: excerpt {where}: {validation_problems(exc)}") from exc
         unknown = sorted(excerpt.modes - set(tax.codes))
         if unknown:
             raise FewShotError(f"{file}: excerpt {where}: codes {unknown} are not in {tax.label}")

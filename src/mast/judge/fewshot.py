@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mast.errors import FewShotError
+from mast.errors import FewShotError, validation_problems
 from mast.judge.excerpts import is_pool_file
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, Trace
@@ -226,10 +226,7 @@ def _load_file(file: Path, tax: Taxonomy) -> FewShotExample:
     try:
         example = FewShotExample.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = validation_problems(exc)
         raise FewShotError(f"{file}: invalid few-shot example: {problems}") from exc
     missing = [c for c in tax.codes if c not in example.labels]
     extra = sorted(set(example.labels) - set(tax.codes))

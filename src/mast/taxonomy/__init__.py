@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mast._resources import data_dir
-from mast.errors import TaxonomyError
+from mast.errors import TaxonomyError, validation_problems
 
 Stage = Literal["pre-execution", "execution", "post-execution"]
 
@@ -174,10 +174,7 @@ def _read_yaml(path: Path, what: str) -> object:
 
 
 def _validation_message(path: Path, exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}" for err in exc.errors()
-    )
-    return f"{path}: invalid taxonomy data: {problems}"
+    return f"{path}: invalid taxonomy data: {validation_problems(exc)}"
 
 
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
