@@ -144,6 +144,14 @@ def _proc_cpu(pid: int) -> float | None:
         return None
 
 
+def _many_args(cfg: Config, mad: Path, server: ServerProcess, conc: int) -> list[str]:
+    """The command line of one ``_ours.py many`` run (without its work folder)."""
+    return [
+        *("many", "--data", str(mad), "--base-url", server.openai_base_url),
+        *("--model", cfg.model, "--fewshot", str(cfg.fewshot), "--concurrency", str(conc)),
+    ]
+
+
 def _ours_many(
     cfg: Config, mad: Path, server: ServerProcess, conc: int, workdir: Path, *extra: str
 ) -> dict[str, Any]:
@@ -151,22 +159,7 @@ def _ours_many(
     pid = server._proc.pid if server._proc is not None else None
     before = _proc_cpu(pid) if pid is not None else None
     result: dict[str, Any] = python_child(
-        [
-            "many",
-            "--data",
-            str(mad),
-            "--base-url",
-            server.openai_base_url,
-            "--model",
-            cfg.model,
-            "--fewshot",
-            str(cfg.fewshot),
-            "--concurrency",
-            str(conc),
-            "--workdir",
-            str(_fresh(workdir)),
-            *extra,
-        ]
+        [*_many_args(cfg, mad, server, conc), "--workdir", str(_fresh(workdir)), *extra]
     ).result
     after = _proc_cpu(pid) if pid is not None else None
     result["server_cpu_s"] = after - before if before is not None and after is not None else None
@@ -361,19 +354,7 @@ def overhead(cfg: Config, official: Official, rows: list[Row], data: dict[str, A
     _corpus.write_uniform(mad, cfg.overhead_traces, cfg.overhead_chars)
     examples = _official_examples(cfg, work)
     with ServerProcess(latency=0.0, workdir=work) as server:
-        args = [
-            "many",
-            "--data",
-            str(mad),
-            "--base-url",
-            server.openai_base_url,
-            "--model",
-            cfg.model,
-            "--fewshot",
-            str(cfg.fewshot),
-            "--concurrency",
-            "1",
-        ]
+        args = _many_args(cfg, mad, server, 1)
         ours_child = python_child([*args, "--workdir", str(_fresh(work / "ours"))])
         prof = (
             python_child([*args, "--workdir", str(_fresh(work / "profile")), "--profile"]).result
