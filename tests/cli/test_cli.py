@@ -48,3 +48,19 @@ def test_console_script_entry_point() -> None:
         [sys.executable, "-m", "mast", "--version"], capture_output=True, text=True, check=True
     )
     assert result.stdout.startswith("mast ")
+
+
+def test_control_characters_in_ids_are_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # a file name with a newline (and a terminal escape) must not forge an output line
+    name = "run\n9 trace(s) loaded, 0 error(s)\x1b[2J.json"
+    (tmp_path / name).write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    (tmp_path / "bad\nerror: fake.json").write_text("{", encoding="utf-8")
+    assert main(["inspect", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert lines[-1] == "1 trace(s) loaded, 1 error(s)"
+    assert "\x1b" not in captured.out and "\\x1b[2J" in captured.out
+    assert "run\\n9 trace(s) loaded" in captured.out
+    assert len(captured.err.strip().splitlines()) == 1 and "bad\\nerror: fake" in captured.err

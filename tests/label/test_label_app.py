@@ -207,3 +207,77 @@ def test_posts_without_the_form_token_are_refused(served: tuple[str, LabelQueue]
     page = _request(base, "GET", "/item/0")
     csp = page.getheader("content-security-policy") or ""
     assert "default-src 'none'" in csp and "script-src 'nonce-" in csp
+
+
+def _raw_request(base: str, method: str, path: str, body: bytes, headers: dict[str, str]) -> int:
+    conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=20)
+    conn.request(method, path, body=body, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response.status
+
+
+def test_a_foreign_host_name_is_refused(served: tuple[str, LabelQueue]) -> None:
+    # DNS rebinding: a page on attacker.example whose name resolves to 127.0.0.1 reaches the
+    # port, but its requests carry its own Host name; without a token that is all that stops it
+    base, _ = served
+    assert _request(base, "GET", "/labeller", headers={"Host": "attacker.example"}).status == 403
+    for name in ("localhost", "127.0.0.1", f"localhost:{base.rsplit(':', 1)[1]}"):
+        assert _request(base, "GET", "/labeller", headers={"Host": name}).status == 200
+
+
+def test_allowed_host_names_are_configurable(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    queue = create_queue(tmp_path / "q.db", _traces())
+    app = create_app(queue, allowed_hosts=["labels.internal"])
+    with TestClient(app, base_url="http://labels.internal") as client:
+        assert client.get("/labeller").status_code == 200
+    with TestClient(app, base_url="http://other.example") as client:
+        assert client.get("/labeller").status_code == 403
+    with TestClient(create_app(queue, allowed_hosts=None), base_url="http://any.example") as c:
+        assert c.get("/labeller").status_code == 200
+
+
+@pytest.mark.parametrize("served", [{"labeller": "alice", "access_token": "s3cret"}], indirect=True)
+def test_malformed_input_is_answered_without_a_server_error(
+    served: tuple[str, LabelQueue],
+) -> None:
+    base, _ = served
+    form = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Cookie": "mast_label_token=s3cret",
+    }
+    assert _request(base, "GET", "/item/0?token=%C3%A9%E2%82%AC").status == 403
+    assert _request(base, "GET", "/item/99999999999999999999?token=s3cret").status == 404
+    assert _raw_request(base, "POST", "/item/0", b"m_1.1=yes&form_token=\xff\xfe", form) == 400
+    assert _raw_request(base, "POST", "/item/0", "form_token=é€".encode(), form) == 403
+    assert _raw_request(base, "POST", "/labeller", b"\xff", form) == 400
+
+
+def test_a_typed_labeller_name_is_stored_as_typed(served: tuple[str, LabelQueue]) -> None:
+    base, queue = served
+    page = _request(base, "GET", "/labeller")
+    assert page.status == 200
+    token = queue_form_token(base)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=20)
+    conn.request("POST", "/labeller", body=f"name=Ann+Lee&form_token={token}", headers=form)
+    answer = conn.getresponse()
+    answer.read()
+    cookie = (answer.getheader("set-cookie") or "").split(";")[0]
+    assert answer.status == 303 and cookie.startswith("mast_labeller=")
+    body = f"m_1.1=yes&form_token={token}"
+    conn.request("POST", "/item/0", body=body, headers={**form, "Cookie": cookie})
+    conn.getresponse().read()
+    conn.close()
+    assert [s.labeller for s in queue.submissions()] == ["Ann Lee"]
+
+
+def queue_form_token(base: str) -> str:
+    conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=20)
+    conn.request("GET", "/labeller")
+    html = conn.getresponse().read().decode()
+    conn.close()
+    return html.split('name="form_token" value="', 1)[1].split('"', 1)[0]

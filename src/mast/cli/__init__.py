@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from mast.cli._shown import shown
 from mast.errors import MastError
 
 
@@ -55,16 +56,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         if input_notes([trace]):
             noted.append(trace)
         labels = ", ".join(
-            f"{name}: {'+'.join(vec.positives) or 'none'}" for name, vec in trace.labels.items()
+            f"{shown(name)}: {'+'.join(vec.positives) or 'none'}"
+            for name, vec in trace.labels.items()
         )
         print(
-            f"{trace.id}  [{trace.format}] system={trace.system or '?'} "
+            f"{shown(trace.id)}  [{trace.format}] system={shown(trace.system or '?')} "
             f"steps={len(trace.steps)}{'' if trace.segmented else ' (unsegmented)'} "
             f"chars={trace.text_length} outcome={trace.outcome.value}"
             + (f"\n    labels {labels}" if labels else "")
         )
     for err in errors:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {shown(err)}", file=sys.stderr)
     print(f"{count} trace(s) loaded, {len(errors)} error(s)")
     for note in input_notes(noted):
         print(note)
@@ -143,7 +145,13 @@ def _warning_line(
     kind of thing happened; mast's source file and line do not help a command-line user."""
     stream = file if file is not None else sys.stderr
     with contextlib.suppress(OSError, ValueError):  # stderr closed: nowhere to say it
-        stream.write(f"warning: {category.__name__}: {' '.join(str(message).split())}\n")
+        text = shown(" ".join(str(message).split()))
+        stream.write(f"warning: {category.__name__}: {text}\n")
+
+
+def _shown_error(exc: BaseException) -> str:
+    # messages written on several lines by mast keep their lines; each line is made safe
+    return "\n".join(shown(line) for line in str(exc).split("\n"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,11 +170,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.handler(args)
         sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
-    except MastError as exc:
-        print(f"mast: error: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
-        print(f"mast: error: {exc}", file=sys.stderr)
+    except (MastError, FileNotFoundError) as exc:
+        # one line: the message may quote a file name or an id from the input
+        print(f"mast: error: {_shown_error(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (`mast taxonomy | head`): stop quietly, as Unix tools do.

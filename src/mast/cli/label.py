@@ -57,6 +57,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         labeller=args.labeller,
         show_judge=args.show_judge,
         token=args.token,
+        allow_hosts=args.allow_host,
     )
     return 0
 
@@ -122,6 +123,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     serve.add_argument("--labeller", metavar="NAME", help="label as NAME (default: ask)")
     serve.add_argument("--token", help="access token (default: random when --host is not local)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this Host name (default: loopback names and --host)",
+    )
     serve.add_argument(
         "--show-judge",
         action="store_true",

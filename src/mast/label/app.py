@@ -19,10 +19,11 @@ another site cannot post labels through the labeller's browser; the server liste
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, unquote
 
 import jinja2
 
@@ -38,6 +39,9 @@ _TEMPLATES = Path(__file__).resolve().parent / "templates"
 _LABELLER_COOKIE = "mast_labeller"
 _TOKEN_COOKIE = "mast_label_token"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# A server bound to every interface is reached under names it cannot know; it always
+# requires the access token, which a page on another site does not have.
+_WILDCARD = {"0.0.0.0", "::", ""}
 
 
 def _starlette() -> Any:
@@ -90,8 +94,15 @@ def create_app(
     labeller: str | None = None,
     show_judge: bool = False,
     access_token: str | None = None,
+    allowed_hosts: Iterable[str] | None = (),
 ) -> Any:
-    """The ASGI app for ``queue``. ``access_token`` (if given) is required on every request."""
+    """The ASGI app for ``queue``. ``access_token`` (if given) is required on every request.
+
+    Requests must name one of ``allowed_hosts`` or a loopback name in their ``Host`` header
+    (``None`` accepts any name: for a server bound to every interface, which always has a
+    token). That check stops DNS rebinding: a page on another site whose name was made to
+    resolve to 127.0.0.1 reaches the port, but under its own name.
+    """
     star = _starlette()
     q = queue if isinstance(queue, LabelQueue) else LabelQueue(queue)
     state = LabelApp(
@@ -103,7 +114,8 @@ def create_app(
     )
     app = star.applications.Starlette(routes=create_routes())
     app.state.label = state
-    return _Guard(app, state)
+    hosts = None if allowed_hosts is None else {_bare_host(h) for h in [*_LOOPBACK, *allowed_hosts]}
+    return _Guard(app, state, hosts)
 
 
 def _queue_taxonomy(queue: LabelQueue) -> Taxonomy:
@@ -120,13 +132,19 @@ def _queue_taxonomy(queue: LabelQueue) -> Taxonomy:
 class _Guard:
     """ASGI middleware: access token (when set) and security headers on every response."""
 
-    def __init__(self, app: Any, state: LabelApp) -> None:
+    def __init__(self, app: Any, state: LabelApp, hosts: set[str] | None) -> None:
         self.app = app
         self.state = state
+        self.hosts = hosts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if self.hosts is not None and _host_header(scope) not in self.hosts:
+            body = b"Forbidden: this server answers only under the host names it is bound to "
+            body += b"(add one with `mast label serve --allow-host NAME`)."
+            await _plain(send, 403, body)
             return
         token = self.state.access_token
         set_cookie = False
@@ -134,7 +152,8 @@ class _Guard:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             cookies = _cookies(scope)
             given = (query.get("token") or [cookies.get(_TOKEN_COOKIE, "")])[0]
-            if not secrets.compare_digest(given, token):
+            # bytes: compare_digest refuses a str with non-ASCII characters (TypeError)
+            if not secrets.compare_digest(given.encode("utf-8", "replace"), token.encode()):
                 body = b"Forbidden: open the URL with ?token=... printed by `mast label serve`."
                 await _plain(send, 403, body)
                 return
@@ -173,6 +192,23 @@ async def _plain(send: Any, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _bare_host(host: str) -> str:
+    """``host`` without its port or IPv6 brackets, lower-case: ``[::1]:8765`` → ``::1``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host
+
+
+def _host_header(scope: Any) -> str:
+    for name, value in scope.get("headers", []):
+        if name == b"host":
+            return _bare_host(value.decode("latin-1"))
+    return ""
+
+
 def _cookies(scope: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in scope.get("headers", []):
@@ -190,7 +226,9 @@ def _state(request: Any) -> LabelApp:
 
 def _who(request: Any) -> str | None:
     state = _state(request)
-    return state.labeller or request.cookies.get(_LABELLER_COOKIE) or None
+    # the cookie holds the name percent-encoded (cookies cannot carry every character):
+    # decoded once here, so "Ann Lee" is stored as typed and stays one rater
+    return state.labeller or unquote(request.cookies.get(_LABELLER_COOKIE, "")) or None
 
 
 def _html(request: Any, template: str, status: int = 200, **data: Any) -> Any:
@@ -213,13 +251,26 @@ def _redirect(url: str) -> Any:
     return _starlette().responses.RedirectResponse(url, status_code=303)
 
 
+class _BadForm(ValueError):
+    """A form body that is not UTF-8 text."""
+
+
 async def _form(request: Any) -> dict[str, list[str]]:
     # urlencoded forms only: no multipart parser needed (and none installed).
-    return parse_qs((await request.body()).decode("utf-8"), keep_blank_values=True)
+    try:
+        text = (await request.body()).decode("utf-8")
+    except UnicodeDecodeError:
+        raise _BadForm("the form is not UTF-8") from None
+    return parse_qs(text, keep_blank_values=True)
 
 
 def _checked(request: Any, form: dict[str, list[str]]) -> bool:
-    return secrets.compare_digest((form.get("form_token") or [""])[0], _state(request).form_token)
+    given = (form.get("form_token") or [""])[0].encode("utf-8", "replace")
+    return secrets.compare_digest(given, _state(request).form_token.encode())
+
+
+def _bad_request(request: Any, text: str) -> Any:
+    return _html(request, "message.html.j2", 400, title="Bad request", text=text)
 
 
 async def _home(request: Any) -> Any:
@@ -232,7 +283,10 @@ async def _home(request: Any) -> Any:
 
 async def _labeller_form(request: Any) -> Any:
     if request.method == "POST":
-        form = await _form(request)
+        try:
+            form = await _form(request)
+        except _BadForm as exc:
+            return _bad_request(request, str(exc))
         name = (form.get("name") or [""])[0].strip()
         if not _checked(request, form) or not name or len(name) > 80:
             return _html(
@@ -255,7 +309,10 @@ async def _item(request: Any) -> Any:
     except QueueError as exc:
         return _html(request, "message.html.j2", 404, title="Not in the queue", text=str(exc))
     if request.method == "POST":
-        form = await _form(request)
+        try:
+            form = await _form(request)
+        except _BadForm as exc:
+            return _bad_request(request, str(exc))
         if not _checked(request, form):
             return _html(request, "message.html.j2", 403, title="Refused", text="stale form")
         labels, evidence = _answers(form, state.queue.codes)
@@ -341,11 +398,19 @@ def serve(
     labeller: str | None = None,
     show_judge: bool = False,
     token: str | None = None,
+    allow_hosts: Iterable[str] = (),
 ) -> None:
-    """Run the app until interrupted. Off loopback, an access token is always required."""
+    """Run the app until interrupted. Off loopback, an access token is always required.
+
+    The app answers under the loopback names, ``host`` and ``allow_hosts`` (any name when
+    ``host`` is a wildcard address such as 0.0.0.0, which always has a token).
+    """
     if host not in _LOOPBACK and token is None:
         token = secrets.token_urlsafe(16)
-    app = create_app(queue, labeller=labeller, show_judge=show_judge, access_token=token)
+    hosts = None if host in _WILDCARD else [host, *allow_hosts]
+    app = create_app(
+        queue, labeller=labeller, show_judge=show_judge, access_token=token, allowed_hosts=hosts
+    )
     try:
         import uvicorn
     except ImportError:

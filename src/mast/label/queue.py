@@ -234,6 +234,9 @@ class LabelQueue:
 
     def item(self, position: int) -> Item:
         """The trace at ``position`` (0-based, queue order)."""
+        if not 0 <= position < self.size:
+            # before the query: SQLite cannot bind an integer past 64 bits (OverflowError)
+            raise QueueError(f"{self.path}: no item {position} (the queue has {self.size})")
         with _connect(self.path) as db:
             row = db.execute(
                 "SELECT position, trace_json, pi, disputed, judges_json FROM items "
