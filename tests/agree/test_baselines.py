@@ -253,14 +253,71 @@ def test_cluster_bootstrap_is_wider_than_trace_bootstrap_on_duplicated_data(
     clusters = {t.id: t.id for t in human} | {t: g[0] for g in groups for t in g}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        plain = agreement(reference, judge, bootstrap=2000)
+        with pytest.warns(DuplicateLabelsWarning, match="resample='traces' was asked"):
+            plain = agreement(reference, judge, bootstrap=2000, resample="traces")
         clustered = agreement(reference, judge, bootstrap=2000, clusters=clusters)
+    assert plain.context.resampling == "traces"
     assert clustered.context.resampling == "label blocks" and clustered.context.n_units == 3
     assert plain.pooled.kappa == clustered.pooled.kappa
     assert (clustered.pooled.boot_high - clustered.pooled.boot_low) > (
         plain.pooled.boot_high - plain.pooled.boot_low
     )
     assert "3 distinct label blocks (cluster bootstrap)" in clustered.to_text()
+
+
+def test_agreement_resamples_copied_blocks_by_default_as_the_cli_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32 item 2: one rule (resample="auto") in Python and on the command line."""
+    from mast.cli import main
+
+    path = _duplicated(tmp_path, copies=3)
+    with pytest.warns(DuplicateLabelsWarning, match="resample=.auto."):
+        human = load_mad_human(path)
+    judge = {t.id: {c: c in ("1.5", "3.3") for c in CODES} for t in human}
+    judge_file = tmp_path / "judge.csv"
+    judge_file.write_text(
+        "trace_id,"
+        + ",".join(CODES)
+        + "\n"
+        + "".join(f"{t},{','.join(str(int(v[c])) for c in CODES)}\n" for t, v in judge.items()),
+        encoding="utf-8",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        with pytest.warns(DuplicateLabelsWarning, match="resamples distinct blocks"):
+            from_traces = agreement(human, judge, reference_annotator="annotator_1")
+        with pytest.warns(DuplicateLabelsWarning, match="resamples distinct blocks"):
+            from_labels = agreement(labels_of(human, "annotator_1"), judge)
+        # A plain mapping carries no block information: traces, unless asked for blocks.
+        plain = {t.id: t.labels["annotator_1"] for t in human}
+        by_trace = agreement(plain, judge)
+        mapped = agreement(plain, judge, clusters=mast.agree.block_map(human))
+    assert from_traces.context.resampling == from_labels.context.resampling == "label blocks"
+    assert from_traces.context.n_units == 3
+    assert by_trace.context.resampling == "traces"
+    pooled = from_traces.pooled
+    assert (pooled.boot_low, pooled.boot_high) == (
+        from_labels.pooled.boot_low,
+        from_labels.pooled.boot_high,
+    )
+    assert (mapped.pooled.boot_low, mapped.pooled.boot_high) == (
+        pooled.boot_low,
+        pooled.boot_high,
+    )
+    assert by_trace.pooled.boot_high - by_trace.pooled.boot_low < (
+        pooled.boot_high - pooled.boot_low
+    )
+    argv = ["agree", "--reference", str(path), "--reference-annotator", "annotator_1"]
+    argv += ["--candidate", str(judge_file), "--format", "json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    pooled_row = next(r for r in data["rows"] if r["row"] == "pooled")
+    assert (pooled_row["kappa_low"], pooled_row["kappa_high"]) == pytest.approx(
+        (pooled.boot_low, pooled.boot_high)
+    )
+    with pytest.raises(mast.StatsInputError, match="resample must be"):
+        agreement(plain, judge, resample="block")  # type: ignore[arg-type]
 
 
 def test_real_records_of_one_round_share_a_block() -> None:
@@ -371,9 +428,12 @@ def test_cli_pairwise_resamples_blocks_of_a_reference_with_copies(
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "bootstrap over 3 distinct label blocks (cluster bootstrap)" in captured.out
-    assert "repeat label blocks" in captured.err
+    assert "6 traces carry only 3 distinct label blocks" in captured.err
+    assert "the bootstrap resamples distinct blocks" in captured.err
     assert main([*argv, "--resample", "traces"]) == 0
-    assert "(bootstrap over traces," in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "(bootstrap over traces," in captured.out
+    assert "resample='traces' was asked" in captured.err
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,14 @@ from mast.agree.baselines import (
     agreement_context,
     macro_modes,
 )
-from mast.agree.blocks import DuplicateLabelsWarning, duplicate_blocks, sum_by_unit
+from mast.agree.blocks import (
+    DuplicateLabelsWarning,
+    Resample,
+    block_map,
+    duplicate_blocks,
+    resampling_units,
+    sum_by_unit,
+)
 from mast.agree.exclusions import Exclusions, _table_exclusions
 from mast.agree.render import ci_text, num
 from mast.agree.resample import binary_metrics
@@ -96,6 +103,7 @@ __all__ = [
     "agreement",
     "agreement_among",
     "agreement_by_version",
+    "block_map",
     "duplicate_blocks",
     "labels_of",
     "majority_of",
@@ -314,6 +322,7 @@ def agreement(
     reference_name: str | None = None,
     candidate_name: str | None = None,
     clusters: Mapping[str, Hashable] | None = None,
+    resample: Resample = "auto",
 ) -> AgreementReport:
     """Agreement of ``candidate`` labels (e.g. an LLM judge) with ``reference`` labels.
 
@@ -332,9 +341,16 @@ def agreement(
     Point estimates and the analytic SE of kappa come from :mod:`mast.agree.stats`.  Intervals
     come from ``bootstrap`` resamples of whole traces (``0`` turns them off), seeded with
     ``seed``; ``ci`` picks which interval fills the ``*_low``/``*_high`` columns
-    (``"percentile"`` or ``"bca"``; both are in ``report.intervals``).  ``clusters`` maps
-    trace ids to resampling units: traces of one unit are resampled together (a cluster
-    bootstrap, e.g. over identical label blocks; see :func:`duplicate_blocks`).  Values that are
+    (``"percentile"`` or ``"bca"``; both are in ``report.intervals``).
+
+    ``resample`` is the bootstrap unit, the same rule as ``mast agree --resample``:
+    ``"auto"`` (default) resamples distinct label blocks when the reference's traces carry
+    identical blocks from every annotator (copied labels; known when the reference is traces
+    or :func:`labels_of`), else traces; ``"blocks"`` always resamples blocks, ``"traces"``
+    never.  A :class:`DuplicateLabelsWarning` says what was done, and
+    ``report.context.resampling`` records it.  ``clusters`` maps trace ids to your own
+    resampling units (traces of one unit are resampled together; :func:`block_map` gives the
+    blocks of traces for a plain ``{trace_id: vector}`` reference).  Values that are
     undefined on the data (kappa of a mode nobody flagged) are NaN, with one
     :class:`~mast.agree.stats.UndefinedMetricWarning` listing them; kappa is never reported as
     1.0 for such a mode.  (AC1 and PABAK are 1.0 there by their definition: they measure raw
@@ -385,7 +401,10 @@ def agreement(
         axis=-1,
     ).astype(np.float64)
     features = np.concatenate([onehot, onehot[:, :m].sum(axis=1, keepdims=True)], axis=1)
-    units = _cluster_numbers(ids, clusters)
+    chosen = resampling_units(
+        ref.ids, resample=resample, clusters=clusters, blocks=ref.blocks, values=ref.values
+    )
+    units = _cluster_numbers(ids, chosen)
     boot, frame = _bootstrap_frame(
         sum_by_unit(features, units),
         binary_metrics,
@@ -469,7 +488,7 @@ def agreement(
         bootstrap=0,  # its only interval, the macro one, is the table's (below)
         confidence=confidence,
         seed=seed,
-        clusters=None if clusters is None else _cluster_numbers(ref.ids, clusters),
+        clusters=_cluster_numbers(ref.ids, chosen),
         ci=ci,
     )
     # One macro kappa: the context shows the table's macro row (same definition and cells, so

@@ -39,6 +39,7 @@ from mast.agree.base import (
 from mast.agree.blocks import (
     DuplicateLabelsWarning,
     block_clusters,
+    check_resample,
     describe_duplicates,
     duplicate_blocks,
     sum_by_unit,
@@ -380,14 +381,14 @@ def agreement_among(
         t = tables[name]
         if t.ids:
             cube[[where[i] for i in t.ids], :, k] = t.values
-    if resample not in ("auto", "traces", "blocks"):
-        raise StatsInputError(f"resample must be 'auto', 'traces' or 'blocks'; got {resample!r}")
+    check_resample(resample)
     block_of = block_clusters(cube)
     groups = duplicate_blocks(cube, ids)
     if groups:
         warnings.warn(
-            describe_duplicates(groups, len(ids), len(set(block_of)))
-            + ("" if resample != "traces" else " (not done here: resample='traces')"),
+            describe_duplicates(
+                groups, len(ids), len(set(block_of)), resampled=resample != "traces"
+            ),
             DuplicateLabelsWarning,
             stacklevel=2,
         )

@@ -18,21 +18,32 @@ resample distinct blocks (a cluster bootstrap) instead of traces.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from mast.errors import DuplicateLabelsWarning
+from mast.errors import DuplicateLabelsWarning, StatsInputError
+
+if TYPE_CHECKING:
+    from mast.traces.model import Trace
 
 __all__ = [
+    "RESAMPLE",
     "DuplicateLabelsWarning",
+    "Resample",
     "block_clusters",
+    "block_map",
     "describe_duplicates",
     "duplicate_blocks",
+    "resampling_units",
     "sum_by_unit",
 ]
+
+Resample = Literal["auto", "traces", "blocks"]
+RESAMPLE: tuple[Resample, ...] = ("auto", "traces", "blocks")
 
 
 def _keys(cube: npt.NDArray[np.int8]) -> list[bytes]:
@@ -63,15 +74,97 @@ def duplicate_blocks(cube: npt.NDArray[np.int8], ids: Sequence[str]) -> list[lis
     return [g for g in groups.values() if len(g) > 1]
 
 
-def describe_duplicates(groups: Sequence[Sequence[str]], n_traces: int, n_blocks: int) -> str:
-    """One sentence for a warning or a report note."""
+def describe_duplicates(
+    groups: Sequence[Sequence[str]], n_traces: int, n_blocks: int, *, resampled: bool = True
+) -> str:
+    """One sentence for a warning or a report note; ``resampled``: blocks are resampled."""
     shown = "; ".join("{" + ", ".join(g) + "}" for g in groups[:6])
     more = f"; … (+{len(groups) - 6} groups)" if len(groups) > 6 else ""
+    done = (
+        "the bootstrap resamples distinct blocks (cluster bootstrap), not traces"
+        if resampled
+        else "resample='traces' was asked, so the bootstrap resamples traces and its intervals "
+        "are too narrow if these labels were copied"
+    )
     return (
         f"{n_traces} traces carry only {n_blocks} distinct label blocks: identical labels from "
         f"every annotator on every mode for {shown}{more}. Copied labels are not independent "
-        "evidence: the bootstrap resamples distinct blocks (cluster bootstrap), not traces"
+        f"evidence: {done}"
     )
+
+
+def check_resample(resample: object) -> None:
+    """``resample`` must be one of :data:`RESAMPLE`."""
+    if resample not in RESAMPLE:
+        raise StatsInputError(f"resample must be 'auto', 'traces' or 'blocks'; got {resample!r}")
+
+
+def block_map(traces: Iterable[Trace]) -> dict[str, str]:
+    """Trace id -> the first id of its group, for traces whose whole label blocks (every
+    annotator, every mode) are identical to another trace's; other traces are left out.
+
+    This is what :func:`mast.agreement` resamples together under ``resample="auto"`` when it
+    is given traces or :func:`~mast.agree.table.labels_of`; pass it as ``clusters=`` with a
+    plain ``{trace_id: vector}`` mapping, which carries no block information.
+
+    >>> import mast
+    >>> block_map(mast.traces.datasets.example_traces())
+    {}
+    """
+    from mast.traces.datasets import duplicate_label_blocks
+
+    return {t: group[0] for group in duplicate_label_blocks(list(traces)) for t in group}
+
+
+def resampling_units(
+    ids: Sequence[str],
+    *,
+    resample: Resample,
+    clusters: Mapping[str, Hashable] | None,
+    blocks: Mapping[str, str] | None,
+    values: npt.NDArray[np.int8],
+    stacklevel: int = 3,
+) -> dict[str, Hashable] | None:
+    """The one resampling rule of every agreement report: trace id -> bootstrap unit for
+    the reference's ``ids`` (``None``: each trace is its own unit).
+
+    ``clusters`` (the caller's own units) win.  Otherwise ``blocks`` are the duplicated label
+    blocks the reference's traces carry (:func:`block_map`; ``None`` when the reference is a
+    plain mapping).  ``"auto"`` resamples them as blocks when there are any, ``"blocks"``
+    always does (for a plain mapping: traces whose reference rows in ``values`` are
+    identical), ``"traces"`` never does.  A :class:`DuplicateLabelsWarning` says which.
+    """
+    check_resample(resample)
+    if clusters is not None:
+        if resample == "traces":
+            raise StatsInputError(
+                "clusters= gives resampling units, resample='traces' asks for none: drop one"
+            )
+        return dict(clusters)
+    if blocks is None and resample == "blocks":
+        # A plain mapping: the only labels known are the reference's own rows.
+        found = block_clusters(np.asarray(values, dtype=np.int8)[:, :, None])
+        first: dict[int, str] = {}
+        for trace_id, cluster in zip(ids, found, strict=True):
+            first.setdefault(cluster, trace_id)
+        blocks = {trace_id: first[c] for trace_id, c in zip(ids, found, strict=True)}
+    known = blocks or {}
+    groups: dict[str, list[str]] = {}
+    for trace_id in ids:
+        if trace_id in known:
+            groups.setdefault(known[trace_id], []).append(trace_id)
+    copies = [g for g in groups.values() if len(g) > 1]
+    by_blocks = resample == "blocks" or (resample == "auto" and bool(copies))
+    if copies:
+        n_units = len(ids) - sum(len(g) - 1 for g in copies)
+        warnings.warn(
+            describe_duplicates(copies, len(ids), n_units, resampled=by_blocks),
+            DuplicateLabelsWarning,
+            stacklevel=stacklevel,
+        )
+    if not by_blocks:
+        return None
+    return {trace_id: known.get(trace_id, trace_id) for trace_id in ids}
 
 
 def sum_by_unit(features: npt.NDArray[Any], units: Sequence[int] | None) -> npt.NDArray[np.float64]:

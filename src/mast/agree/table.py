@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from mast.agree.blocks import block_map
 from mast.agree.runs import record_run
 from mast.errors import StatsInputError
 from mast.taxonomy import Taxonomy
@@ -75,7 +76,8 @@ class LabelSet(Mapping[str, FailureVector]):
     taxonomy version, the draft-mode labels that have no final code (``unmapped``), and the
     traces that carry no label from this annotator (``missing``).  A majority vote
     (:func:`mast.agree.majority.majority_vote`) also keeps its ``voters`` and its tied cells
-    (``ties``: trace id -> codes, unknown in the vote).
+    (``ties``: trace id -> codes, unknown in the vote).  Labels read from traces keep the
+    traces' duplicated label blocks (``blocks``), which agreement reports resample together.
     """
 
     def __init__(
@@ -88,8 +90,12 @@ class LabelSet(Mapping[str, FailureVector]):
         missing: Sequence[str] = (),
         voters: Sequence[str] = (),
         ties: Mapping[str, Sequence[str]] | None = None,
+        blocks: Mapping[str, str] | None = None,
     ) -> None:
         self.annotator = annotator
+        # Duplicated label blocks of the traces these labels came from (trace id -> first id
+        # of its group; see mast.agree.blocks.block_map); None: not known (a plain mapping).
+        self.blocks: dict[str, str] | None = None if blocks is None else dict(blocks)
         self.voters: tuple[str, ...] = tuple(voters)
         self.ties: dict[str, list[str]] = {k: list(v) for k, v in (ties or {}).items()}
         self._vectors = dict(vectors)
@@ -132,6 +138,7 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
         if not any(MAJORITY in t.labels for t in items):
             return majority_of(items)
         traces = items
+    traces = list(traces)
     vectors: dict[str, FailureVector] = {}
     versions: dict[str, str | None] = {}
     unmapped: dict[str, dict[str, bool | None]] = {}
@@ -145,7 +152,14 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
         versions[trace.id] = source.taxonomy_version if source else None
         if source and source.unmapped:
             unmapped[trace.id] = dict(source.unmapped)
-    return LabelSet(annotator, vectors, versions=versions, unmapped=unmapped, missing=missing)
+    return LabelSet(
+        annotator,
+        vectors,
+        versions=versions,
+        unmapped=unmapped,
+        missing=missing,
+        blocks=block_map(traces),
+    )
 
 
 def human_annotators(traces: Sequence[Trace]) -> list[str]:
@@ -218,6 +232,7 @@ def majority_of(traces: Iterable[Trace], annotators: Sequence[str] | None = None
         found = [trace.label_sources[a] for a in chosen if a in trace.label_sources]
         if trace.id in vote and found:
             vote.versions[trace.id] = found[0].taxonomy_version
+    vote.blocks = block_map(items)
     return vote
 
 
@@ -239,6 +254,8 @@ class LabelTable:
     """Records that repeated a trace id (the last usable one is kept)."""
     ignored_fields: list[str] = field(default_factory=list)
     """Row/column names that are neither codes nor look like codes (e.g. ``cost_usd``)."""
+    blocks: dict[str, str] | None = None
+    """Duplicated label blocks of the source's traces (``LabelSet.blocks``); None: unknown."""
 
     def index(self) -> dict[str, int]:
         return {trace_id: i for i, trace_id in enumerate(self.ids)}
@@ -332,6 +349,7 @@ def to_table(
         unknown_codes=dict(sorted(unknown.items())),
         unmapped=dict(sorted(unmapped.items())),
         duplicates=duplicates,
+        blocks=meta.blocks,
         ignored_fields=sorted(ignored),
     )
 
@@ -398,6 +416,7 @@ def _cell(value: object, *, trace_id: str, key: str, source: str) -> int:
 @dataclass
 class _Meta:
     unmapped: dict[str, dict[str, bool | None]] = field(default_factory=dict)
+    blocks: dict[str, str] | None = None
 
 
 def _trace_id(value: object, source: str) -> str:
@@ -411,7 +430,7 @@ def _trace_id(value: object, source: str) -> str:
 def _records(source: object, *, annotator: str | None, name: str) -> tuple[list[_Record], _Meta]:
     """Turn a source into records, plus the version/unmapped metadata it carries."""
     if isinstance(source, LabelSet):
-        meta = _Meta(dict(source.unmapped))
+        meta = _Meta(dict(source.unmapped), source.blocks)
         return [_Record(t, "ok", v) for t, v in source.items()], meta
     if _is_dataframe(source):
         return _frame_records(cast("pd.DataFrame", source), name), _Meta()

@@ -66,6 +66,7 @@ def render_report(
     bootstrap: int = 1000,
     seed: int = 0,
     ci: Literal["bootstrap", "wilson"] = "bootstrap",
+    resample: Literal["auto", "traces", "blocks"] = "auto",
 ) -> str:
     """The report as an HTML string.
 
@@ -75,7 +76,8 @@ def render_report(
     ``reference``: labels to measure agreement against (any source
     :func:`mast.agreement` takes); the explorer also shows the labels the traces carry.
     ``ci``: the interval of the prevalence tables (``"wilson"`` stays informative at 0 % and
-    100 %, where a bootstrap interval collapses).
+    100 %, where a bootstrap interval collapses).  ``resample``: the bootstrap unit of the
+    agreement section, as in :func:`mast.agreement`.
     """
     import jinja2
 
@@ -105,7 +107,9 @@ def render_report(
             )
         judged = judge_runs(runs)  # agreement is per judge run (sample, model), not per file
         if reference is not None:
-            sections.append(_agreement(judged, reference, reference_name, bootstrap, seed))
+            sections.append(
+                _agreement(judged, reference, reference_name, bootstrap, seed, resample)
+            )
         if len(judged) > 1:
             sections.append(runs_compared(judged, bootstrap=bootstrap, seed=seed))
         explorer = explorer_data(

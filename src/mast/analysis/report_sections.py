@@ -494,7 +494,12 @@ def _context_rows(c: Any) -> list[list[str]]:
 
 
 def _agreement(
-    runs: Mapping[str, Sequence[Annotation]], reference: Any, name: str, bootstrap: int, seed: int
+    runs: Mapping[str, Sequence[Annotation]],
+    reference: Any,
+    name: str,
+    bootstrap: int,
+    seed: int,
+    resample: Any = "auto",
 ) -> _Section:
     from mast.agree import BASELINES_MEANING, agreement
     from mast.errors import MastError
@@ -511,6 +516,7 @@ def _agreement(
                     seed=seed,
                     reference_name=name,
                     candidate_name=run,
+                    resample=resample,
                 )
             except MastError as exc:
                 section.notes.append(f"{run}: no agreement report: {exc}")

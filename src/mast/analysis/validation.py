@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mast.agree import AgreementReport, agreement
-from mast.agree.blocks import block_clusters, duplicate_blocks
+from mast.agree.blocks import Resample, block_clusters, check_resample, duplicate_blocks
 from mast.agree.resample import binary_metrics
 from mast.agree.table import LabelSet, human_annotators, labels_of, majority_vote, to_table
 from mast.analysis.validation_report import ValidationReport
@@ -148,6 +148,7 @@ def validate(
     revision: str | None = None,
     cache: bool | str | Path = True,
     progress: bool = True,
+    resample: Resample = "auto",
 ) -> ValidationReport:
     """Annotate a human-labelled set with ``judge`` and report how far it can be trusted.
 
@@ -156,8 +157,12 @@ def validate(
     traces.  With ``out`` the annotations go to ``out/results.jsonl`` (a rerun resumes from
     it and pays for nothing twice) and the report to ``out/report.md`` and
     ``out/report.json``.  ``budget_usd`` stops the run before a call would pass it; what was
-    annotated is still reported, the rest counted as not attempted.
+    annotated is still reported, the rest counted as not attempted.  ``resample`` is the
+    bootstrap unit, as in :func:`mast.agreement`: ``"auto"`` resamples distinct label blocks
+    when the people's labels repeat whole blocks (copied labels), ``"blocks"`` always,
+    ``"traces"`` never.
     """
+    check_resample(resample)
     traces, name = _load(dataset, revision)
     humans = human_annotators(traces)
     labelled = [t for t in traces if any(a in t.labels for a in humans)]
@@ -186,7 +191,10 @@ def validate(
     block_of = block_clusters(cube)
     groups = duplicate_blocks(cube, ids)
     # Copied label blocks are resampled together (cluster bootstrap); otherwise, traces.
-    clusters: dict[str, Hashable] | None = dict(zip(ids, block_of, strict=True)) if groups else None
+    by_blocks = resample == "blocks" or (resample == "auto" and bool(groups))
+    clusters: dict[str, Hashable] | None = (
+        dict(zip(ids, block_of, strict=True)) if by_blocks else None
+    )
     majority = labels_of(labelled, "majority")
     sources: dict[str, LabelSet] = {**references, "majority": majority}
     annotations = list(run)
@@ -197,6 +205,7 @@ def validate(
         "confidence": confidence,
         "taxonomy": tax,
         "clusters": clusters,
+        "resample": "auto" if by_blocks else "traces",
         "candidate_name": judge.model,
     }
     reports: dict[str, AgreementReport] = {}
@@ -237,6 +246,7 @@ def validate(
         by_version=by_version,
         duplicate_groups=groups,
         n_blocks=len(set(block_of)),
+        resampling="label blocks" if by_blocks else "traces",
         cost_usd=float(sum(c for c in costs if c is not None)),
         cost_unknown=sum(c is None for c in costs),
         failed=failed,

@@ -44,6 +44,8 @@ class ValidationReport:
     results_path: str | None = None
     notes: list[str] = field(default_factory=list)
     answer: str = "full"
+    resampling: str = "traces"
+    """Bootstrap unit of every interval: ``"traces"`` or ``"label blocks"``."""
 
     @property
     def majority(self) -> AgreementReport:
@@ -140,7 +142,12 @@ class ValidationReport:
             out[-1] += f" Annotations: `{self.results_path}` (a rerun resumes from it)."
         out.append("")
         if self.duplicate_groups:
-            text = describe_duplicates(self.duplicate_groups, self.n_traces, self.n_blocks)
+            text = describe_duplicates(
+                self.duplicate_groups,
+                self.n_traces,
+                self.n_blocks,
+                resampled=self.resampling == "label blocks",
+            )
             out += [f"**Duplicated labels:** {text}.", ""]
         for status, ids in self.failed.items():
             shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")
@@ -200,6 +207,7 @@ class ValidationReport:
                 "summary": self.summary_rows(),
                 "duplicate_groups": self.duplicate_groups,
                 "n_blocks": self.n_blocks,
+                "resampling": self.resampling,
                 "cost_usd": self.cost_usd,
                 "cost_unknown": self.cost_unknown,
                 "failed": self.failed,

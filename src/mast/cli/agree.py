@@ -71,8 +71,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--resample",
         choices=["auto", "traces", "blocks"],
         default="auto",
-        help="bootstrap unit; auto resamples distinct label blocks when some traces of a "
-        "trace file carry identical blocks (copied labels), else traces",
+        help="bootstrap unit (as resample= in Python): auto (default) resamples distinct label "
+        "blocks when traces of the reference (or --among) file carry identical blocks from "
+        "every annotator (copied labels), else traces",
     )
     p.add_argument(
         "--by-version",
@@ -210,7 +211,6 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
             )
         cand = read_labels(args.candidate, annotator=args.candidate_annotator)
         messages.extend(ref.notes + cand.notes)
-        clusters = _block_clusters(ref.traces, args.resample, messages)
         candidates = cand.runs or {cand.name: cand.source}
         reports = {
             name: agreement(
@@ -218,7 +218,7 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
                 source,
                 reference_name=ref.name,
                 candidate_name=name,
-                clusters=clusters,
+                resample=args.resample,
                 **_options(args),
             )
             for name, source in candidates.items()
@@ -237,22 +237,6 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
         return code, text, report
 
     return run
-
-
-def _block_clusters(traces: list[Any], resample: str, messages: list[str]) -> Any:
-    """Traces of the reference file whose whole label blocks are identical resample together
-    (unless --resample traces); a note says so."""
-    from mast.traces.datasets import duplicate_label_blocks
-
-    groups = duplicate_label_blocks(traces) if traces and resample != "traces" else []
-    if not groups:
-        return None
-    shown = "; ".join("{" + ", ".join(g) + "}" for g in groups)
-    messages.append(
-        f"DuplicateLabelsWarning: the reference traces repeat label blocks ({shown}); the "
-        "bootstrap resamples distinct blocks"
-    )
-    return {trace_id: group[0] for group in groups for trace_id in group}
 
 
 def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any]]:

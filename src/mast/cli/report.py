@@ -41,6 +41,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         seed=args.seed,
         ci=args.ci,
+        resample=args.resample,
     )
     print(f"report written to {path}")
     return 0
@@ -77,5 +78,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="bootstrap",
         help="interval of the prevalence tables: bootstrap over traces (default) or Wilson's "
         "score interval (informative at 0%% and 100%%, where the bootstrap collapses)",
+    )
+    p.add_argument(
+        "--resample",
+        choices=["auto", "traces", "blocks"],
+        default="auto",
+        help="bootstrap unit of the agreement section, as in mast agree",
     )
     p.set_defaults(handler=_cmd_report)

@@ -62,6 +62,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--resample",
+        choices=["auto", "traces", "blocks"],
+        default="auto",
+        help="bootstrap unit, as in mast agree: auto resamples distinct label blocks when the "
+        "people's labels repeat whole blocks, else traces",
+    )
     p.add_argument("--no-cache", action="store_true", help="do not cache answers")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=_cmd_validate)
@@ -83,6 +90,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         revision=args.revision,
         cache=not args.no_cache,
         progress=not args.quiet,
+        resample=args.resample,
     )
     majority = report.majority
     c = majority.context
@@ -96,7 +104,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if report.duplicate_groups:
         print(
             f"note: {report.n_traces} traces carry {report.n_blocks} distinct label blocks; "
-            "intervals resample the blocks (see the report)",
+            f"intervals resample {report.resampling} (see the report)",
             file=sys.stderr,
         )
     print(f"report: {args.out / 'report.md'} (and report.json); results: {report.results_path}")

@@ -171,8 +171,11 @@ def load_mad_human(
         distinct = len(traces) - sum(len(g) - 1 for g in groups)
         warnings.warn(
             f"{len(traces)} traces carry only {distinct} distinct label blocks (identical "
-            f"labels from every annotator on every mode): {shown}. Agreement reports bootstrap "
-            "over distinct blocks when they find this",
+            f"labels from every annotator on every mode): {shown}. Given these traces (or "
+            "labels_of(traces, ...)), mast.agreement, agreement_among, mast agree and mast "
+            "validate bootstrap over the distinct blocks (resample='auto'; 'traces' to "
+            "resample traces); a plain {trace_id: vector} mapping carries no blocks and is "
+            "resampled by trace unless given clusters=mast.agree.block_map(traces)",
             DuplicateLabelsWarning,
             stacklevel=2,
         )
