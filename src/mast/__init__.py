@@ -55,6 +55,7 @@ if _TYPE_CHECKING:
         labels_of,
     )
     from mast.agree.attribution import AttributionReport, attribution_accuracy
+    from mast.agree.audit import TaxonomyAudit, audit_taxonomy
     from mast.agree.consensus import ConsensusReport, consensus
     from mast.agree.sweep import SweepReport, sweep_confidence
     from mast.analysis.validation import ValidationReport, validate
@@ -91,6 +92,7 @@ _OWNERS = {
     "mast.agree": "AgreementReport AmongReport VersionReport agreement agreement_among "
     "agreement_by_version labels_of",
     "mast.agree.attribution": "AttributionReport attribution_accuracy",
+    "mast.agree.audit": "TaxonomyAudit audit_taxonomy",
     "mast.agree.consensus": "ConsensusReport consensus",
     "mast.agree.sweep": "SweepReport sweep_confidence",
     "mast.analysis.validation": "ValidationReport validate",
@@ -190,6 +192,7 @@ __all__ = [
     "StepKind",
     "SweepReport",
     "Taxonomy",
+    "TaxonomyAudit",
     "TaxonomyError",
     "Trace",
     "TraceFormatError",
@@ -207,6 +210,7 @@ __all__ = [
     "annotate_many",
     "attribute",
     "attribution_accuracy",
+    "audit_taxonomy",
     "consensus",
     "datasets",
     "ground",

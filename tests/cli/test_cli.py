@@ -19,7 +19,7 @@ def test_taxonomy_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_taxonomy_verbose_and_bad_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["taxonomy", "-v"]) == 0
-    assert "accepted without being checked" in capsys.readouterr().out
+    assert "accepted without being" in capsys.readouterr().out
     assert main(["taxonomy", str(tmp_path / "none.yaml")]) == 2
     assert "cannot read taxonomy file" in capsys.readouterr().err
 

@@ -25,6 +25,7 @@ PAIRS = [
     {"2.2", "2.4"},
     {"3.1", "3.2"},
     {"3.2", "3.3"},
+    {"1.4", "2.6"},
 ]
 
 
@@ -33,8 +34,61 @@ def test_every_confusable_pair_has_a_decision_rule() -> None:
     ruled = [set(rule.modes) for rule in tax.decision_rules]
     for pair in PAIRS:
         assert pair in ruled, f"no decision rule for {sorted(pair)}"
+    kinds = {frozenset(r.modes): r.kind for r in tax.decision_rules}
+    # The annotators co-label 1.3 with 1.5 (every human majority with 1.3 has 1.5).
+    assert kinds[frozenset({"1.3", "1.5"})] == "co-label"
     loop = next(r.rule for r in tax.decision_rules if set(r.modes) == {"1.3", "1.5"})
-    assert "root mode only" in loop
+    assert "mark both" in loop
+    assert "do not add 1.3" not in loop
+
+
+def test_rules_never_ban_a_second_real_failure() -> None:
+    # Issue 29: a rule separates two readings of one event; two events get both modes.
+    tax = mast.load_taxonomy()
+    for rule in tax.decision_rules:
+        text = " ".join(rule.rule.split())
+        assert "One failure gets one mode" not in text
+        if rule.kind == "tie-break":
+            assert text.startswith("For one "), rule.modes
+            assert "both" in text, rule.modes
+    # The judge is never shown "the part of the result that is wrong".
+    assert all("part of the result that is wrong" not in r.rule for r in tax.decision_rules)
+
+
+def test_rule_fixes_of_issue_29() -> None:
+    tax = mast.load_taxonomy()
+    # 1.5 needs a stopping condition met or recognisable; a turn limit alone is not 1.5.
+    assert "cuts it off" not in tax["1.5"].definition
+    assert any("the limit alone is not 1.5" in n for n in tax["1.5"].not_this)
+    # 2.6 covers a report contradicting a tool result or the system's own earlier output.
+    assert "tool result" in tax["2.6"].definition
+    # 3.2 keeps the draft rubric's qualifier: a check the system could and should have made.
+    assert "could and should" in tax["3.2"].definition
+    # 1.1 counts at any point of the run, the final answer included.
+    assert "final answer included" in tax["1.1"].definition
+
+
+def test_official_convention_swaps_only_verification() -> None:
+    paper = mast.load_taxonomy()
+    official = mast.load_taxonomy(verification="official")
+    assert official["3.3"].name == "No or Incorrect Verification"
+    assert official["3.2"].name == "Weak Verification"
+    assert official.verification == "official" and paper.verification == "paper"
+    for code in paper.codes:
+        if code not in ("3.2", "3.3"):
+            assert official[code] == paper[code]
+    rule = next(r for r in official.decision_rules if set(r.modes) == {"3.2", "3.3"})
+    assert "it is 3.3" in rule.rule and "Weak" not in paper["3.2"].name
+    back = official.in_convention("paper")
+    assert back.modes == paper.modes and back.decision_rules == paper.decision_rules
+    assert mast.load_taxonomy(verification="paper") is paper
+
+
+def test_unknown_convention_is_a_clear_error() -> None:
+    with pytest.raises(mast.TaxonomyError, match=r"no 3\.2/3\.3 convention 'strict'"):
+        mast.load_taxonomy(verification="strict")
+    with pytest.raises(mast.TaxonomyError, match="declares none"):
+        mast.load_taxonomy("sre", verification="official")
 
 
 def test_verification_meanings_follow_the_paper() -> None:
@@ -104,13 +158,16 @@ def test_version_reasons_quote_the_human_file() -> None:
                 assert " ".join(quote.split()) in corpus, (version, mode.name, quote)
 
 
-def test_by_number_reading_swaps_verification_labels_only() -> None:
+@pytest.mark.parametrize("name", ["official", "by-number"])
+def test_by_number_reading_swaps_verification_labels_only(name: str) -> None:
     by_text = load_mad_human(HUMAN_SAMPLE)
-    by_number = load_mad_human(HUMAN_SAMPLE, verification="by-number")
+    by_number = load_mad_human(HUMAN_SAMPLE, verification=name)
     assert [t.id for t in by_text] == [t.id for t in by_number]
     changed = 0
     for a, b in zip(by_text, by_number, strict=True):
-        assert b.metadata["label_reading"] == "by-number"
+        assert b.metadata["label_reading"] == "official"
+        assert {s.verification for s in a.label_sources.values()} == {"paper"}
+        assert {s.verification for s in b.label_sources.values()} == {"official"}
         for annotator, vector in a.labels.items():
             other = b.labels[annotator]
             assert other["3.2"] == vector["3.3"] and other["3.3"] == vector["3.2"]
@@ -126,10 +183,30 @@ def test_by_number_reading_swaps_verification_labels_only() -> None:
 
 
 def test_apply_reading_rejects_unknown_readings() -> None:
-    with pytest.raises(ValueError, match="by-definition"):
-        apply_reading([], "by-name")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'paper' or 'official'"):
+        apply_reading([], "by-name")
     traces = load_mad_human(HUMAN_SAMPLE)
     assert apply_reading(traces, "by-definition") == traces
+    assert apply_reading(traces, "paper") == traces
+    # Moving there and back gives the labels as loaded.
+    there = apply_reading(traces, "official")
+    back = apply_reading(there, "paper")
+    assert [t.labels for t in back] == [t.labels for t in traces]
+
+
+def test_o1_labels_of_the_full_file_record_their_convention() -> None:
+    from mast.traces.datasets import load_mad
+
+    full = FIXTURES / "mad" / "full_record_chatdev.json"
+    official = load_mad(full)
+    assert official[0].label_sources["o1"].verification == "official"
+    paper = load_mad(full, verification="paper")
+    assert paper[0].label_sources["o1"].verification == "paper"
+    o1, moved = official[0].labels["o1"], paper[0].labels["o1"]
+    assert (moved["3.2"], moved["3.3"]) == (o1["3.3"], o1["3.2"])
+    assert all(moved[c] == o1[c] for c in o1 if c not in ("3.2", "3.3"))
+    streamed = list(load_mad(full, stream=True, verification="paper"))
+    assert streamed[0].labels["o1"] == moved
 
 
 def test_version_file_readings_must_name_final_codes(tmp_path: Path) -> None:

@@ -10,31 +10,12 @@ import argparse
 import contextlib
 import os
 import sys
-import textwrap
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from mast.cli._shown import shown
 from mast.errors import MastError
-
-
-def _cmd_taxonomy(args: argparse.Namespace) -> int:
-    from mast.taxonomy import load_taxonomy
-
-    tax = load_taxonomy(args.path)
-    if args.verbose:
-        for mode in tax:
-            print(f"{mode.code}  {mode.name}  [{mode.category}, {mode.stage}]")
-            print(textwrap.indent(textwrap.fill(mode.definition, 88), "     "))
-        return 0
-    width = max(len(m.name) for m in tax)
-    print(f"{tax.label}: {len(tax)} failure modes")
-    print(f"{'code':<5} {'name':<{width}}  {'category':<30} stage")
-    for mode in tax:
-        category = f"{mode.category} {tax.category(mode.category).name}"
-        print(f"{mode.code:<5} {mode.name:<{width}}  {category:<30} {mode.stage or ''}")
-    return 0
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -83,21 +64,6 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser(
-        "taxonomy",
-        help="print the failure modes as a table",
-        description="Print the failure modes of MAST, of a bundled taxonomy (sre) or of a "
-        "custom taxonomy file.",
-    )
-    p.add_argument(
-        "path",
-        nargs="?",
-        metavar="NAME|PATH",
-        help="'mast' (default) or 'sre' for a bundled taxonomy, or a custom taxonomy YAML",
-    )
-    p.add_argument("-v", "--verbose", action="store_true", help="include definitions")
-    p.set_defaults(handler=_cmd_taxonomy)
-
     p = sub.add_parser("inspect", help="load traces and summarize them (default: bundled examples)")
     p.add_argument("inputs", nargs="*", help="files, folders or globs")
     add_input_options(p)
@@ -119,6 +85,7 @@ def _extra_commands() -> list[
     from mast.cli.label import register as register_label
     from mast.cli.merge import register as register_merge
     from mast.cli.report import register as register_report
+    from mast.cli.taxonomy import register as register_taxonomy
     from mast.cli.validate import register as register_validate
 
     return [
@@ -129,6 +96,7 @@ def _extra_commands() -> list[
         register_label,
         register_merge,
         register_report,
+        register_taxonomy,
         register_validate,
     ]
 

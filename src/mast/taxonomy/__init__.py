@@ -60,11 +60,36 @@ class FailureMode(_Strict):
     aliases: tuple[str, ...] = Field(default=(), description="Other names official files use.")
 
 
+RuleKind = Literal["tie-break", "co-label", "exclusive"]
+"""What a decision rule claims about its modes (checked by :func:`mast.audit_taxonomy`).
+
+``"tie-break"``: one event fits both definitions and the rule picks one reading; different
+events in one trace get both modes. ``"co-label"``: one event can be both, and the rule says
+when. ``"exclusive"``: the modes are never both true of one trace, a claim labels can refute.
+"""
+
+
 class DecisionRule(_Strict):
     """How to tell two (or more) easily confused modes apart, shown to the judge."""
 
     modes: tuple[str, ...] = Field(min_length=2, description='Codes, e.g. ["3.2", "3.3"].')
+    kind: RuleKind = Field(
+        default="tie-break",
+        description="tie-break (one event, two readings), co-label or exclusive.",
+    )
     rule: str
+
+
+class Convention(_Strict):
+    """Another reading of some modes: replacement modes and rules, e.g. official 3.2/3.3."""
+
+    description: str = ""
+    modes: tuple[FailureMode, ...] = Field(
+        default=(), description="Modes replaced in this convention (matched by code)."
+    )
+    decision_rules: tuple[DecisionRule, ...] = Field(
+        default=(), description="Rules replaced in this convention (matched by their modes)."
+    )
 
 
 class Taxonomy(_Strict):
@@ -83,6 +108,14 @@ class Taxonomy(_Strict):
     modes: tuple[FailureMode, ...]
     decision_rules: tuple[DecisionRule, ...] = Field(
         default=(), description="Rules for confusable pairs of modes, shown to the judge."
+    )
+    verification: str | None = Field(
+        default=None,
+        description='Name of the convention the modes follow, e.g. "paper" (MAST 3.2/3.3).',
+    )
+    conventions: dict[str, Convention] = Field(
+        default_factory=dict,
+        description="Other conventions: modes and rules to swap in, by convention name.",
     )
 
     @model_validator(mode="after")
@@ -108,7 +141,66 @@ class Taxonomy(_Strict):
                 raise ValueError(
                     f"decision rule for {list(rule.modes)} names unknown codes {unknown}"
                 )
+        for name, conv in self.conventions.items():
+            if name == self.verification:
+                raise ValueError(f"convention {name!r} is the one the modes already follow")
+            for mode in conv.modes:
+                if mode.code not in codes:
+                    raise ValueError(f"convention {name!r} replaces unknown mode {mode.code}")
+            for rule in conv.decision_rules:
+                unknown = [c for c in rule.modes if c not in codes]
+                if unknown:
+                    raise ValueError(
+                        f"convention {name!r}: rule for {list(rule.modes)} names unknown "
+                        f"codes {unknown}"
+                    )
         return self
+
+    def in_convention(self, verification: str) -> Taxonomy:
+        """This taxonomy with the modes and rules of convention ``verification`` swapped in.
+
+        The convention the file follows (``verification:``) returns the taxonomy itself.
+
+        >>> tax = load_taxonomy()
+        >>> tax.in_convention("official")["3.2"].name
+        'Weak Verification'
+        >>> tax.in_convention("official").in_convention("paper")["3.2"].name
+        'No or Incomplete Verification'
+        """
+        if verification == self.verification:
+            return self
+        if verification not in self.conventions:
+            known = [c for c in (self.verification, *self.conventions) if c]
+            raise TaxonomyError(
+                f"taxonomy {self.label} has no 3.2/3.3 convention {verification!r}: "
+                + (
+                    f"use one of {known}"
+                    if known
+                    else "it declares none (add `verification:` and `conventions:` to its file)"
+                )
+            )
+        conv = self.conventions[verification]
+        new_modes = {m.code: m for m in conv.modes}
+        new_rules = {frozenset(r.modes): r for r in conv.decision_rules}
+        # The convention left behind becomes one the result can switch back to.
+        back = Convention(
+            description=f"the modes as the taxonomy file writes them ({self.verification})",
+            modes=tuple(m for m in self.modes if m.code in new_modes),
+            decision_rules=tuple(r for r in self.decision_rules if frozenset(r.modes) in new_rules),
+        )
+        others = {k: v for k, v in self.conventions.items() if k != verification}
+        if self.verification is not None:
+            others[self.verification] = back
+        return self.model_copy(
+            update={
+                "modes": tuple(new_modes.get(m.code, m) for m in self.modes),
+                "decision_rules": tuple(
+                    new_rules.get(frozenset(r.modes), r) for r in self.decision_rules
+                ),
+                "verification": verification,
+                "conventions": others,
+            }
+        )
 
     @property
     def codes(self) -> list[str]:
@@ -177,8 +269,14 @@ def _validation_message(path: Path, exc: ValidationError) -> str:
     return f"{path}: invalid taxonomy data: {validation_problems(exc)}"
 
 
-def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
+def load_taxonomy(path: str | Path | None = None, *, verification: str | None = None) -> Taxonomy:
     """Load and validate a taxonomy; with no path, the bundled final MAST taxonomy.
+
+    ``verification`` picks the convention of 3.2/3.3: ``"paper"`` (the default for MAST:
+    3.2 No or Incomplete Verification, 3.3 Incorrect Verification) or ``"official"`` (the
+    official definitions file's: 3.2 Weak Verification, 3.3 No or Incorrect Verification).
+    ``None`` keeps the convention the file follows; a taxonomy without that convention
+    raises :class:`~mast.errors.TaxonomyError`.
 
     Custom or adapted taxonomies (e.g. for SRE agents) use the same YAML shape as
     ``taxonomy/mast.yaml``; unknown keys, duplicate codes and undeclared categories raise
@@ -194,7 +292,14 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     True
     >>> load_taxonomy("sre").name
     'MAST-SRE'
+    >>> load_taxonomy(verification="official")["3.3"].name
+    'No or Incorrect Verification'
     """
+    tax = _load_any(path)
+    return tax if verification is None else tax.in_convention(verification)
+
+
+def _load_any(path: str | Path | None) -> Taxonomy:
     if path is None:
         return _bundled_taxonomy()
     if isinstance(path, str) and _BUNDLED_NAME.fullmatch(path) and not Path(path).exists():

@@ -29,7 +29,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal, overload
 
 from mast.errors import DatasetChecksumError, DuplicateLabelsWarning
-from mast.taxonomy import Reading
 from mast.traces import hub as _hub
 from mast.traces.catalog import (
     _IT_PREFIX,
@@ -49,7 +48,7 @@ from mast.traces.catalog import (
 from mast.traces.hub import Fetched, Pin, Target
 from mast.traces.loaders import load_traces
 from mast.traces.model import Trace
-from mast.traces.readings import apply_reading
+from mast.traces.readings import apply_reading, verification_name
 
 __all__ = [
     "ITBENCH_REVISION",
@@ -101,6 +100,7 @@ def load_mad(
     revision: str | None = None,
     sha256: str | None = None,
     stream: Literal[False] = False,
+    verification: str = "official",
 ) -> list[Trace]: ...
 @overload
 def load_mad(
@@ -109,6 +109,7 @@ def load_mad(
     revision: str | None = None,
     sha256: str | None = None,
     stream: Literal[True],
+    verification: str = "official",
 ) -> Iterator[Trace]: ...
 
 
@@ -118,6 +119,7 @@ def load_mad(
     revision: str | None = None,
     sha256: str | None = None,
     stream: bool = False,
+    verification: str = "official",
 ) -> list[Trace] | Iterator[Trace]:
     """Read MAST-Data's full file (``MAD_full_dataset.json``) with the o1 judge's labels.
 
@@ -128,12 +130,21 @@ def load_mad(
     record; ``stream=True`` returns an iterator so the ~200 MB file never sits in memory whole.
     ``null`` labels stay ``None`` (unknown).
 
+    The o1 labels were made with the official definitions, where 3.2 is *Weak Verification*
+    and 3.3 *No or Incorrect Verification*; they load in that convention
+    (``verification="official"``, recorded in ``label_sources["o1"].verification``).
+    ``verification="paper"`` moves them to mast's (paper) meanings by swapping the two codes
+    (:func:`mast.traces.readings.apply_reading`: the nearest code, not an identity).
+
     >>> traces = load_mad(stream=True)  # doctest: +SKIP
     >>> first = next(traces)  # doctest: +SKIP
     >>> first.labels["o1"]["1.1"], first.metadata["dataset"]["revision"][:7]  # doctest: +SKIP
     (False, '95118ac')
     """
+    target = verification_name(verification)
     traces = _single_file(info("mad-full"), _MAD_FULL, path, revision, sha256, "mad-full")
+    if target != "official":
+        traces = (moved for t in traces for moved in apply_reading([t], target))
     return traces if stream else list(traces)
 
 
@@ -142,17 +153,19 @@ def load_mad_human(
     *,
     revision: str | None = None,
     sha256: str | None = None,
-    verification: Reading = "by-definition",
+    verification: str = "paper",
 ) -> list[Trace]:
     """Read ``MAD_human_labelled_dataset.json``: 3 annotators' labels on final MAST codes.
 
     Downloads and checks the file like :func:`load_mad` when ``path`` is not given. Each
     annotator's :class:`~mast.traces.model.LabelSource` records the taxonomy version of the record's
     round (``"round1"``, ``"rounds2-3"`` or ``"final"``) and the unmapped draft labels.
-    ``verification`` picks how the draft verification labels map: by their texts
-    (``"by-definition"``: "result verification" -> 3.2, "critical verification" -> 3.3) or
-    by their numbers (``"by-number"``, which swaps 3.2 and 3.3; see
-    :func:`mast.traces.readings.apply_reading`).
+    ``verification`` picks the convention of 3.2/3.3 the labels are given in: ``"paper"``
+    (mast's, default: the draft labels mapped by their texts, "result verification" -> 3.2,
+    "critical verification" -> 3.3) or ``"official"`` (the official definitions file's,
+    which is the draft labels read by number: 3.2 and 3.3 swap; see
+    :func:`mast.traces.readings.apply_reading`). The older names ``"by-definition"`` and
+    ``"by-number"`` still work. Each annotator's label source records the convention.
 
     >>> human = load_mad_human(examples_path() / "mad_human_sample.json")
     >>> first = human[0]
@@ -163,8 +176,9 @@ def load_mad_human(
     :class:`~mast.errors.DuplicateLabelsWarning` naming the groups: the published file has
     19 records but only 8 distinct blocks (see ``info("mad-human")``).
     """
+    target = verification_name(verification)
     read = _single_file(info("mad-human"), _MAD_HUMAN, path, revision, sha256, "mad-human")
-    traces = apply_reading(read, verification)
+    traces = apply_reading(read, target)
     groups = duplicate_label_blocks(traces)
     if groups:
         shown = "; ".join("{" + ", ".join(g) + "}" for g in groups)

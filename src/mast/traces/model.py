@@ -178,6 +178,11 @@ class LabelSource(BaseModel):
         default=None, description='Label version the source used, e.g. "round1", "final".'
     )
     origin: str | None = Field(default=None, description="Dataset, file or round it came from.")
+    verification: str | None = Field(
+        default=None,
+        description='Convention of the codes 3.2/3.3: "paper" (3.2 no or incomplete, 3.3 '
+        'incorrect) or "official" (3.2 weak, 3.3 no or incorrect); None when unknown.',
+    )
     unmapped: dict[str, bool | None] = Field(
         default_factory=dict,
         description="Draft-mode labels with no final counterpart, by draft label name.",

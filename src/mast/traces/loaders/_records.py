@@ -130,6 +130,9 @@ def mad_full(record: Mapping[str, Any]) -> Trace:
         kind="llm",
         taxonomy_version="final",
         origin="MAD full dataset",
+        # The o1 judge worked from the official definitions file (3.2 Weak Verification,
+        # 3.3 No or Incorrect Verification), and its codes are stored as given.
+        verification="official",
         unmapped=extra,
     )
     return trace
@@ -256,6 +259,8 @@ def mad_human(
             kind="human",
             taxonomy_version=version.version,
             origin=f"MAD human-labelled dataset, {round_name or 'unknown round'}",
+            # Draft labels are mapped by their texts onto the paper's meanings of 3.2/3.3.
+            verification="paper",
             unmapped=unmapped,
         )
     if problems:
@@ -359,6 +364,7 @@ def _attach_note_labels(trace: Trace, note: Mapping[str, Any]) -> None:
         kind="human",
         taxonomy_version=version.version,
         origin="AG2 trace note (open coding)",
+        verification="paper",  # its labels are mapped by text, like the MAD human file's
         unmapped=unmapped,
     )
     if note.get("text"):
