@@ -136,7 +136,14 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args)
+        if hasattr(args, "max_file_size"):
+            from mast.cli.inputs import read_limits_from
+            from mast.traces.limits import read_limits
+
+            with read_limits(read_limits_from(args)):
+                code: int = args.handler(args)
+        else:
+            code = args.handler(args)
         sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
     except (MastError, FileNotFoundError) as exc:
         # one line: the message may quote a file name or an id from the input

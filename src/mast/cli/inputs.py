@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where needed: `mast --help` stays fast
+    from mast.traces.limits import ReadLimits
     from mast.traces.model import Trace
 
 __all__ = ["add_input_options", "format_name", "input_notes"]
@@ -35,7 +36,8 @@ def format_name(text: str) -> str:
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--format`` and ``--ground-truth`` to a command that reads traces."""
+    """Add ``--format``, ``--ground-truth`` and the read limits to a command that reads
+    traces (:func:`read_limits_from` reads the limits back)."""
     parser.add_argument(
         "--format", default="auto", type=format_name, help="trace format (default: detect)"
     )
@@ -46,6 +48,42 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="ITBench ground truth for the trial folders: a groundtruth.yaml, or a folder of "
         "scenario_N/ (Scenario-N/) folders (default: found beside the runs)",
+    )
+    limits = parser.add_argument_group("read limits (inputs over them are errors, not read)")
+    limits.add_argument(
+        "--max-file-size",
+        type=_size,
+        metavar="SIZE",
+        help="bytes read from one file after decompression (default 256M)",
+    )
+    limits.add_argument(
+        "--max-trace-size",
+        type=_size,
+        metavar="SIZE",
+        help="text of one trace, and one line of a JSON Lines file (default 64M)",
+    )
+    limits.add_argument("--max-steps", type=int, metavar="N", help="steps per trace (200000)")
+
+
+def _size(text: str) -> int:
+    from mast.traces.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def read_limits_from(args: argparse.Namespace) -> ReadLimits:
+    """The read limits a command's options ask for (the current ones where not given)."""
+    from mast.traces.limits import current_limits
+
+    size = getattr(args, "max_trace_size", None)
+    return current_limits().with_(
+        file_bytes=getattr(args, "max_file_size", None),
+        line_bytes=size,
+        trace_bytes=size,
+        steps=getattr(args, "max_steps", None),
     )
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from mast.errors import TraceFormatError
 from mast.traces.itbench_scoring import GroundTruth
 from mast.traces.itbench_scoring import is_run_folder as _is_run_folder
+from mast.traces.limits import ReadLimits, read_limits
 from mast.traces.loaders import _itbench
 from mast.traces.loaders._files import _FORMATS, TraceLoadWarning, _read_file
 from mast.traces.loaders._open import is_trace_file
@@ -49,7 +50,9 @@ def formats() -> dict[str, str]:
     return dict(_FORMATS)
 
 
-def load_trace(path: str | Path, format: str = "auto") -> Trace:
+def load_trace(
+    path: str | Path, format: str = "auto", *, limits: ReadLimits | None = None
+) -> Trace:
     """Load the single trace in ``path``.
 
     ``path`` may also be an ITBench trial folder ``<incident>/<trial>/``: its outcome is
@@ -59,9 +62,15 @@ def load_trace(path: str | Path, format: str = "auto") -> Trace:
     Raises :class:`TraceFormatError` when the file cannot be read as ``format`` or holds
     more than one trace (use :func:`load_traces` for those).
 
+    ``limits`` bounds what is read (see :class:`mast.traces.limits.ReadLimits`; default: the
+    current limits).
+
     >>> from mast import load_trace  # doctest: +SKIP
     >>> trace = load_trace("tests/fixtures/ag2/AG2_trace1.json")  # doctest: +SKIP
     """
+    if limits is not None:
+        with read_limits(limits):
+            return load_trace(path, format)
     path = Path(path)
     problem = _not_a_file(path)
     if problem is not None:
@@ -107,6 +116,7 @@ def load_traces(
     on_error: OnError = "raise",
     errors: list[TraceFormatError] | None = None,
     ground_truth: GroundTruthLike = None,
+    limits: ReadLimits | None = None,
 ) -> Iterator[Trace]:
     """Stream the traces in a file, a folder (recursively), a glob pattern, or a list of them.
 
@@ -116,7 +126,8 @@ def load_traces(
     Pass a list as ``errors`` to collect every error; one bad trace never loses the others.
     ``ground_truth`` scores ITBench trial folders against this file (or, for a folder of
     ``scenario_N`` / ``Scenario-N`` folders, against their scenario's) instead of the ground
-    truth found beside them.
+    truth found beside them. ``limits`` bounds what is read from each file and trace (see
+    :class:`mast.traces.limits.ReadLimits`); an input over them is one error like any other.
 
     >>> import mast  # doctest: +SKIP
     >>> problems = []  # doctest: +SKIP
@@ -132,7 +143,7 @@ def load_traces(
             items = _read_run(path, ground_truth)
         else:
             items = _read_file(path, format)
-        for item in items:
+        for item in items if limits is None else _under(limits, items):
             if isinstance(item, Trace):
                 yield item
                 continue
@@ -216,6 +227,20 @@ def _walk(folder: Path, root: Path, runs: bool, seen: set[Path] | None = None) -
             yield from _walk(child, root, runs, seen)
         elif child.is_file() and is_trace_file(child):
             yield child
+
+
+def _under(
+    limits: ReadLimits, items: Iterable[Trace | TraceFormatError]
+) -> Iterator[Trace | TraceFormatError]:
+    """``items`` read under ``limits``: the readers are lazy, so every step of the iteration
+    runs with them (and the caller's own limits are back in force between steps)."""
+    iterator = iter(items)
+    while True:
+        with read_limits(limits):
+            item = next(iterator, None)
+        if item is None:
+            return
+        yield item
 
 
 def _read_run(folder: Path, ground_truth: GroundTruthLike) -> Iterator[Trace | TraceFormatError]:

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 import ijson
 
 from mast.errors import TraceFormatError
+from mast.traces.limits import ReadLimitError, current_limits, limit_error
 from mast.traces.loaders import (
     _claude_code,
     _codex,
@@ -26,7 +27,13 @@ from mast.traces.loaders import (
 )
 from mast.traces.loaders._nanjson import JSONTooDeep, NanToNullReader
 from mast.traces.loaders._nontrace import not_a_trace, not_a_trace_error
-from mast.traces.loaders._open import file_stem, open_binary, open_text, read_text
+from mast.traces.loaders._open import (
+    file_stem,
+    numbered_lines,
+    open_binary,
+    open_text,
+    read_text,
+)
 from mast.traces.loaders._records import CONVERTERS, classify
 from mast.traces.loaders._session import (
     Line,
@@ -105,6 +112,30 @@ class TraceLoadWarning(UserWarning):
 
 
 def _read_file(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
+    """The traces of one file, and errors in place of what cannot be read; a file or trace
+    over the read limits (:mod:`mast.traces.limits`) gives one error, never a traceback."""
+    if format != "auto" and format not in _FORMATS:
+        raise ValueError(f"unknown format {format!r}; use 'auto' or one of {sorted(_FORMATS)}")
+    try:
+        for item in _read_items(path, format):
+            yield item if isinstance(item, TraceFormatError) else within_limits(item, path)
+    except ReadLimitError as exc:
+        yield exc
+
+
+def within_limits(trace: Trace, path: Path) -> Trace | TraceFormatError:
+    """``trace``, or the error saying which per-trace limit it is over."""
+    limits = current_limits()
+    if len(trace.steps) > limits.steps:
+        what = f"trace {trace.id} has {len(trace.steps):,} steps, which"
+        return limit_error("steps", what, limits.steps, path)
+    if trace.text_length > limits.trace_bytes:
+        what = f"the text of trace {trace.id} ({trace.text_length:,} characters)"
+        return limit_error("trace_bytes", what, limits.trace_bytes, path)
+    return trace
+
+
+def _read_items(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     if format != "auto" and format not in _FORMATS:
         raise ValueError(f"unknown format {format!r}; use 'auto' or one of {sorted(_FORMATS)}")
     try:
@@ -207,7 +238,7 @@ def _read_text(path: Path) -> Trace:
 def _read_jsonl(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
     """JSON Lines: either one chat message per line (one trace) or one trace per line."""
     with open_text(path) as lines:
-        numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+        numbered = [(n, line) for n, line in numbered_lines(lines, path) if line.strip()]
     records: list[tuple[int, Any]] = []
     for n, line in numbered:
         try:
@@ -433,6 +464,8 @@ def _tag(trace: Trace, path: Path, shape: str, location: str | None) -> Trace:
 def _locate(
     exc: TraceFormatError, path: Path, format: str, location: str | None = None
 ) -> TraceFormatError:
+    if isinstance(exc, ReadLimitError):
+        return exc  # names its file and limit already, and stays a ReadLimitError
     return TraceFormatError(
         exc.problem,
         path=exc.path or path,

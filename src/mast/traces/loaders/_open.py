@@ -18,10 +18,13 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-__all__ = ["file_stem", "is_trace_file", "open_binary", "open_text", "read_text"]
+from mast.traces.limits import current_limits, limit_error
+
+__all__ = ["file_stem", "is_trace_file", "numbered_lines", "open_binary", "open_text", "read_text"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".txt", ".log", ".eval")
@@ -68,24 +71,61 @@ def open_binary(path: Path) -> BinaryIO:
     """The file's content as UTF-8 bytes: gunzipped, without a BOM, UTF-16/32 recoded.
 
     Text that is not valid in its encoding is replaced by U+FFFD when recoding; UTF-8
-    files are passed through as they are (their readers decide).
+    files are passed through as they are (their readers decide). A file over the current
+    ``file_bytes`` limit (:mod:`mast.traces.limits`) raises :class:`ReadLimitError`: a plain
+    file at once, a compressed one as soon as that many bytes have been decompressed.
     """
+    limit = current_limits().file_bytes
     raw: BinaryIO = open(path, "rb")  # noqa: SIM115 - returned to the caller
     try:
         if raw.read(2) == GZIP_MAGIC:
             raw.close()
             raw = gzip.open(path, "rb")  # type: ignore[assignment]  # noqa: SIM115 - returned
+            compressed = True
         else:
             raw.seek(0)
+            compressed = False
+            if path.stat().st_size > limit:
+                raise limit_error("file_bytes", "the file", limit, path)
         head = raw.read(4)
         encoding, skip = _encoding(head + raw.read(60))
         raw.seek(skip)
     except BaseException:
         raw.close()
         raise
+    if compressed:
+        # streamed: a gzip bomb is stopped at the limit, never expanded whole
+        raw = io.BufferedReader(_Bounded(raw, limit, path))
     if encoding == "utf-8":
         return raw
     return io.BufferedReader(_Recoded(raw, encoding))
+
+
+class _Bounded(io.RawIOBase):
+    """A decompressing stream that raises once more than ``limit`` bytes came out of it."""
+
+    def __init__(self, raw: BinaryIO, limit: int, path: Path) -> None:
+        super().__init__()
+        self._raw = raw
+        self._left = limit
+        self._limit = limit
+        self._path = path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        # never ask for more than one byte past the limit: that byte proves it is exceeded
+        size: int = self._raw.readinto(view[: self._left + 1])  # type: ignore[attr-defined]
+        self._left -= size
+        if self._left < 0:
+            raise limit_error("file_bytes", "the decompressed file", self._limit, self._path)
+        return size
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class _Recoded(io.RawIOBase):
@@ -126,3 +166,19 @@ def read_text(path: Path, *, errors: str = "replace") -> str:
     """The whole file as text (see :func:`open_binary`)."""
     with open_text(path, errors=errors) as handle:
         return handle.read()
+
+
+def numbered_lines(handle: TextIO, path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based number, line) for each line of ``handle``, stopping with
+    :class:`ReadLimitError` at a line longer than the current ``line_bytes`` limit (read only
+    that far: a 3 GiB line is never held in memory)."""
+    limit = current_limits().line_bytes
+    number = 0
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit:
+            raise limit_error("line_bytes", f"line {number}", limit, path)
+        yield number, line

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mast.traces.loaders._open import open_text
+from mast.traces.loaders._open import numbered_lines, open_text
 from mast.traces.model import Step, StepKind
 
 
@@ -39,7 +39,7 @@ def read_lines(path: Path) -> list[Line]:
     """Every non-blank line of ``path``, parsed as JSON where it is JSON."""
     out: list[Line] = []
     with open_text(path) as handle:  # gzip, BOM and UTF-16 aware
-        for number, line in enumerate(handle, 1):
+        for number, line in numbered_lines(handle, path):
             if not line.strip():
                 continue
             try:
