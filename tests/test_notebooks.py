@@ -43,6 +43,21 @@ def test_notebook_is_committed_with_outputs_of_one_clean_run(name: str) -> None:
         assert output.get("name") != "stderr", f"{name}: committed with stderr output"
 
 
+def test_agreement_notebook_shows_the_baselines_beside_the_pooled_kappa() -> None:
+    # Issue 32: the committed report repr and summary carry macro kappa and both baselines.
+    book = _read("agreement")
+    texts = [
+        "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+        for cell in book.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    ]
+    shown = "\n".join(texts)
+    assert "<AgreementReport" in shown and "macro kappa" in shown
+    assert "constant judge" in shown and "chance judge" in shown
+    assert "constant baseline" in shown and "chance baseline" in shown  # report.summary
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_executes(name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

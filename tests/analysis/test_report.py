@@ -92,8 +92,12 @@ def test_every_section_is_there(html: str) -> None:
     for anchor in (*SECTIONS, "agreement"):
         assert f'id="{anchor}"' in html, anchor
     # The agreement table carries the numbers a pooled kappa must be read beside (issue 17).
-    for needle in ("macro κ", "cells scored / asked", "constant judge {", "chance at reference"):
+    for needle in ("cells scored / asked", "constant judge {", "chance at reference"):
         assert needle in html, needle
+    # One macro row (issue 32): the table's own, with the number of modes it averages.
+    section = html[html.index('id="agreement"') :]
+    macro_rows = re.findall(r"<tr><td>macro[^<]*</td><td>([^<]*)</td><td[^>]*>([^<]*)<", section)
+    assert macro_rows == [("modes w/ both ref. classes", "2")]
     assert "3.2∨3.3" in html and "unknown read as no" in html
     assert "Failures by reason" in html and "Outcome analysis" in html
     assert "L2-penalized logistic regression" in html or "no regression" in html

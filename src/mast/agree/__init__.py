@@ -35,6 +35,7 @@ from mast._lazy import submodule_getattr
 from mast.agree import stats
 from mast.agree.among import AmongPooled, AmongReport, agreement_among
 from mast.agree.base import (
+    BASELINE_ROWS,
     MACRO,
     POOLED,
     VERIFICATION,
@@ -122,6 +123,12 @@ class PooledKappa:
     quote this one.  ``se`` and the Wald interval ``wald_low``/``wald_high`` (Fleiss, Cohen &
     Everitt 1969) treat every cell as independent, which cells of one trace are not, so they
     are too narrow when modes co-occur.
+
+    A pooled kappa rewards knowing which modes are common, so it carries what to read it
+    beside: ``macro_kappa`` (mean per-mode kappa over the modes where the reference has both
+    classes), and the kappa of a ``constant`` judge (flags the most frequent modes on every
+    trace) and of a ``chance`` judge (each mode at random at its reference prevalence) on the
+    same cells.  A judge whose pooled kappa does not clearly beat both has not shown skill.
     """
 
     kappa: float
@@ -134,6 +141,11 @@ class PooledKappa:
     confidence: float
     n_cells: int
     n_traces: int
+    macro_kappa: float = float("nan")
+    macro_low: float = float("nan")
+    macro_high: float = float("nan")
+    constant_kappa: float = float("nan")
+    chance_kappa: float = float("nan")
 
 
 _BINARY_CI = ("kappa", "ac1", "pabak", "precision", "recall", "f1")
@@ -160,8 +172,11 @@ class AgreementReport(_Report):
     has the merged verification row ``"3.2∨3.3"``, the ``"pooled"`` row (all cells) and the
     ``"macro"`` row: the mean of the per-mode values over the modes where the reference has
     both classes on the scored cells (:func:`~mast.agree.baselines.macro_mean` says why a
-    one-class mode is left out).  ``intervals`` has every interval by method (percentile,
-    BCa, Wald) with the number of undefined resamples.  ``context``
+    one-class mode is left out), and the ``"constant baseline"`` and ``"chance baseline"``
+    rows: the kappa of those two judges on the same cells (``to_frame`` leaves them out).
+    ``intervals`` has every interval by method (percentile, BCa, Wald) with the number of
+    undefined resamples.  ``repr(report)`` and ``report.pooled`` show the macro kappa and the
+    two baselines beside the pooled kappa.  ``context``
     (:class:`~mast.agree.baselines.AgreementContext`) has what the pooled kappa is printed
     beside: the same macro kappa and interval as the ``macro`` row, coverage, the constant
     and chance baselines on the same cells, and kappa with unknown read as "no".
@@ -190,7 +205,9 @@ class AgreementReport(_Report):
         return (
             f"<AgreementReport {self.candidate_name} vs {self.reference_name}: "
             f"{self.n_traces} traces x {len(self.modes)} modes, pooled kappa {num(p.kappa)} "
-            f"{ci_text(p.boot_low, p.boot_high, 3)}>"
+            f"{ci_text(p.boot_low, p.boot_high, 3)}, macro kappa {num(p.macro_kappa)} "
+            f"{ci_text(p.macro_low, p.macro_high, 3)}; baselines on the same cells: constant "
+            f"judge {num(p.constant_kappa)}, chance judge {num(p.chance_kappa)}>"
         )
 
     def _names(self) -> dict[str, str]:
@@ -461,19 +478,6 @@ def agreement(
         },
         dict(zip(rows, map(int, unscored), strict=True)),
     )
-    pooled_row = frame.loc[POOLED]
-    pooled = PooledKappa(
-        kappa=float(pooled_row["kappa"]),
-        se=float(pooled_row["kappa_se"]),
-        wald_low=float(pooled_row["kappa_wald_low"]),
-        wald_high=float(pooled_row["kappa_wald_high"]),
-        boot_low=float(pooled_row["kappa_low"]),
-        boot_high=float(pooled_row["kappa_high"]),
-        method=ci,
-        confidence=float(confidence),
-        n_cells=int(n_cells),
-        n_traces=len(ids),
-    )
     summary_rows = [r for r in (VERIFICATION, POOLED, MACRO) if r in frame.index]
     # Context numbers over every trace the reference labelled: a trace the candidate lacks
     # is asked and not scored (coverage), and is "no" in the unknown-as-no line.
@@ -500,6 +504,24 @@ def agreement(
         macro_low=float(macro_row["kappa_low"]),
         macro_high=float(macro_row["kappa_high"]),
     )
+    pooled_row = frame.loc[POOLED]
+    pooled = PooledKappa(
+        kappa=float(pooled_row["kappa"]),
+        se=float(pooled_row["kappa_se"]),
+        wald_low=float(pooled_row["kappa_wald_low"]),
+        wald_high=float(pooled_row["kappa_wald_high"]),
+        boot_low=float(pooled_row["kappa_low"]),
+        boot_high=float(pooled_row["kappa_high"]),
+        method=ci,
+        confidence=float(confidence),
+        n_cells=int(n_cells),
+        n_traces=len(ids),
+        macro_kappa=context.macro_kappa,
+        macro_low=context.macro_low,
+        macro_high=context.macro_high,
+        constant_kappa=context.constant_kappa,
+        chance_kappa=context.chance_kappa,
+    )
     notes = _notes(
         frame, codes, boot, len(ids), bootstrap, "kappa", ("AC1", "PABAK"), kept.tolist()
     )
@@ -517,7 +539,7 @@ def agreement(
         trace_ids=ids,
         pooled=pooled,
         per_mode=frame.loc[codes],
-        summary=frame.loc[summary_rows],
+        summary=_with_baselines(frame.loc[summary_rows], context),
         intervals=intervals,
         excluded=excluded,
         notes=notes,
@@ -527,6 +549,25 @@ def agreement(
         ci=ci,
         context=context,
     )
+
+
+def _with_baselines(summary: pd.DataFrame, c: AgreementContext) -> pd.DataFrame:
+    """The summary rows and, under them, the two baselines' kappa on the same cells."""
+    constant = "{" + ", ".join(c.constant_modes) + "}"
+    rows = pd.DataFrame(
+        {
+            "name": [
+                f"constant judge flagging {constant} on every trace",
+                "chance judge at the reference prevalence (expected)",
+            ],
+            "kappa": [c.constant_kappa, c.chance_kappa],
+        },
+        index=pd.Index(list(BASELINE_ROWS), name=summary.index.name),
+    )
+    out: pd.DataFrame = pd.concat([summary, rows.reindex(columns=summary.columns)])
+    for column in _BINARY_COUNTS:
+        out[column] = out[column].astype(summary[column].dtype)
+    return out
 
 
 def _cluster_numbers(ids: list[str], clusters: Mapping[str, Hashable] | None) -> list[int] | None:

@@ -34,6 +34,9 @@ VERIFICATION = "3.2∨3.3"
 POOLED = "pooled"
 """Row of the statistic over all trace x mode cells pooled (the MAST paper's statistic)."""
 MACRO = "macro"
+BASELINE_ROWS = ("constant baseline", "chance baseline")
+"""Rows of ``AgreementReport.summary`` with the two baselines' kappa on the same cells
+(not part of ``to_frame``: the per-mode tables have no counterpart for them)."""
 """Row of the unweighted mean over modes of the per-mode values (against a reference: over
 the modes where the reference has both classes, :func:`mast.agree.baselines.macro_mean`)."""
 
@@ -369,7 +372,8 @@ class _Report:
 
     def to_frame(self) -> pd.DataFrame:
         """Per-mode rows followed by the summary rows (merged verification, pooled, macro)."""
-        frame = pd.concat([self.per_mode, self.summary])
+        summary = self.summary[~self.summary.index.isin(BASELINE_ROWS)]
+        frame: pd.DataFrame = pd.concat([self.per_mode, summary])
         frame.index.name = "row"
         return frame
 

@@ -466,19 +466,12 @@ def _outcomes(data: VectorData, bootstrap: int, seed: int) -> _Section:
 
 
 def _context_rows(c: Any) -> list[list[str]]:
-    """Rows beside the pooled kappa: macro kappa, coverage, the two baselines on the same
-    cells, and kappa with unknown read as "no" (issue 17)."""
+    """Rows beside the pooled kappa: coverage, the two baselines on the same cells, and
+    kappa with unknown read as "no" (issue 17).  The macro kappa is the table's own macro
+    row (one row, not two)."""
     blank = ["", "", "", "", ""]
     constant = "{" + ", ".join(c.constant_modes) + "}"
     return [
-        [
-            "macro κ",
-            "modes with both classes",
-            str(len(c.macro_modes)),
-            _num(c.macro_kappa, 2),
-            _ci(c.macro_low, c.macro_high, percent=False),
-            *blank,
-        ],
         ["coverage", "cells scored / asked", f"{c.cells_scored}/{c.cells_asked}", "", "", *blank],
         ["baseline", f"constant judge {constant}", "", _num(c.constant_kappa, 2), "", *blank],
         ["baseline", "chance at reference prevalence", "", _num(c.chance_kappa, 2), "", *blank],
@@ -540,7 +533,7 @@ def _agreement(
                         [
                             str(i),
                             str(r["name"]),
-                            _num(r["n"]),
+                            str(len(rep.context.macro_modes)) if i == "macro" else _num(r["n"]),
                             _num(r["kappa"], 2),
                             _ci(r["kappa_low"], r["kappa_high"], percent=False),
                             _num(r["ac1"], 2),
