@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -30,9 +30,12 @@ from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step
 
 __all__ = [
+    "DATASETS",
     "Excerpt",
     "ExcerptStep",
     "Reading",
+    "Review",
+    "Source",
     "coverage",
     "is_pool_file",
     "load_pool",
@@ -44,6 +47,37 @@ POOL_FILE = "excerpts.yaml"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+DATASETS = ("whoandwhen", "ag2", "mad-full", "agentrx")
+"""Datasets excerpts are cut from (see ``fewshot/README.md``, "Addressing")."""
+
+
+class Source(_Strict):
+    """Where an excerpt comes from, precisely enough to rebuild every shown step.
+
+    ``path`` is the file inside the dataset's folder, ``run`` picks one run inside a file that
+    holds several (AgentRx τ-bench ``runs.json``: the ``task_id``; MAST-Data full records: the
+    ``trace_id``), and ``history`` lists the 0-based indices of the messages shown, in order.
+    Step ``s<n>`` of the excerpt is message ``n - 1`` of the run.
+    """
+
+    dataset: Literal["whoandwhen", "ag2", "mad-full", "agentrx"]
+    path: str = Field(min_length=1)
+    run: int | None = None
+    history: tuple[int, ...] = Field(min_length=1)
+
+    def label(self) -> str:
+        """The run the excerpt comes from, as one string (``dataset:path[#run]``)."""
+        return f"{self.dataset}:{self.path}" + (f"#{self.run}" if self.run is not None else "")
+
+
+class Review(_Strict):
+    """A second reader's verdict on an excerpt's readings (someone who did not write them)."""
+
+    reader: str = Field(min_length=1)
+    verdict: Literal["correct", "arguable", "wrong"]
+    note: str = Field(min_length=1)
 
 
 class ExcerptStep(_Strict):
@@ -62,23 +96,33 @@ class Reading(_Strict):
     step: str
     quote: str = Field(min_length=1)
     why: str = Field(min_length=1)
+    # What the quote is about, when the whole quote is too long to recur: a cut must not hide
+    # a step between the cited ones that mentions it (default: the quote itself).
+    entity: str | None = None
 
 
 class Excerpt(_Strict):
     """A few steps of a real run and how they read for one mode and its near misses."""
 
     id: str
-    source: str
+    source: Source
     task: str | None = None
     steps: tuple[ExcerptStep, ...] = Field(min_length=1)
     shows: Reading | None = None
     near_misses: tuple[Reading, ...] = Field(default=(), alias="not")
+    review: Review | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Excerpt:
         ids = [s.id for s in self.steps]
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate step ids in {ids}")
+        expected = [f"s{i + 1}" for i in self.source.history]
+        if ids != expected:
+            raise ValueError(
+                f"step ids {ids} do not match source.history {list(self.source.history)} "
+                f"(step s<n> is message n - 1 of the run: expected {expected})"
+            )
         if self.shows is None and not self.near_misses:
             raise ValueError("an excerpt needs a `shows` reading, a `not` reading, or both")
         by_id = {s.id: s.content for s in self.steps}
@@ -90,6 +134,10 @@ class Excerpt(_Strict):
                 raise ValueError(
                     f"reading for {reading.mode} cites {reading.step}, not in the excerpt"
                 )
+            if reading.entity is not None and reading.entity not in reading.quote:
+                raise ValueError(
+                    f"reading for {reading.mode}: entity {reading.entity!r} is not in its quote"
+                )
             if reading.quote not in by_id[reading.step]:
                 raise ValueError(
                     f"reading for {reading.mode}: quote {reading.quote!r} is not in step "
@@ -99,8 +147,13 @@ class Excerpt(_Strict):
 
     @property
     def run(self) -> str:
-        """The run the excerpt was cut from: ``source`` without the list of messages."""
-        return self.source.split(",")[0].strip()
+        """The run the excerpt was cut from (``dataset:path[#run]``)."""
+        return self.source.label()
+
+    @property
+    def dataset(self) -> str:
+        """The dataset the excerpt was cut from."""
+        return self.source.dataset
 
     @property
     def readings(self) -> tuple[Reading, ...]:

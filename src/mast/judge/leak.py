@@ -2,13 +2,17 @@
 
 Showing the judge a worked answer for the very trace it judges would inflate agreement, so an
 example whose own content occurs in the trace is left out. Text that many runs of a framework
-share (system prompts, role prompts, tool schemas) says nothing about which run an example
-came from, so it is not evidence of a leak:
+share (system prompts, role prompts, tool schemas, fixed tool or terminal replies) says
+nothing about which run an example came from, so it is not evidence of a leak:
 
-- lines that occur in examples from two or more different runs count as shared;
+- lines that occur in examples from two or more different runs count as shared, and so do the
+  lines listed in ``fewshot/shared_text.txt``: excerpt lines found in two or more runs of the
+  excerpt's corpus (written by ``scripts/fewshot_shared_text.py`` from the datasets);
 - an example leaks only when its task, or lines of its own from at least two different steps
   (one, for a one-step example), occur in the trace. A framework prompt is one step, so an
-  example never leaks by sharing it.
+  example never leaks by sharing it;
+- an example with some, but too few, of its own lines in the trace is kept, and
+  :func:`partial` names it ("may come from this trace").
 
 >>> from mast.traces.model import Step, Trace
 >>> from mast.judge.excerpts import load_pool
@@ -21,14 +25,17 @@ came from, so it is not evidence of a leak:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Protocol
 
+from mast._resources import data_dir
 from mast.traces.model import Trace
 
-__all__ = ["leaked", "normalized_text"]
+__all__ = ["leaked", "normalized_text", "partial", "shared_text"]
 
 # Lines shorter than this (after collapsing whitespace) are too common to identify a run.
 MIN_PROBE_CHARS = 40
+SHARED_TEXT_FILE = "shared_text.txt"
 
 
 class _StepLike(Protocol):
@@ -40,7 +47,7 @@ class _ExampleLike(Protocol):
     @property
     def id(self) -> str: ...
     @property
-    def source(self) -> str: ...
+    def source(self) -> object: ...
     @property
     def task(self) -> str | None: ...
     @property
@@ -63,24 +70,34 @@ def _lines(text: str) -> Iterable[str]:
             yield line
 
 
+@lru_cache(maxsize=1)
+def shared_text() -> frozenset[str]:
+    """The bundled list of excerpt lines that recur across runs of their corpus."""
+    file = data_dir("fewshot") / SHARED_TEXT_FILE
+    if not file.is_file():
+        return frozenset()
+    lines = file.read_text(encoding="utf-8").splitlines()
+    return frozenset(_norm(x) for x in lines if x.strip() and not x.startswith("#"))
+
+
 def _shared_lines(examples: Sequence[_ExampleLike]) -> set[str]:
     sources: dict[str, set[str]] = {}
     for ex in examples:
         for step in ex.steps:
             for line in _lines(step.content):
-                sources.setdefault(line, set()).add(getattr(ex, "run", ex.source))
-    return {line for line, where in sources.items() if len(where) > 1}
+                sources.setdefault(line, set()).add(str(getattr(ex, "run", ex.source)))
+    return {line for line, where in sources.items() if len(where) > 1} | shared_text()
 
 
-def leaked(examples: Sequence[_ExampleLike], trace: Trace) -> list[str]:
-    """Ids of the ``examples`` whose own content occurs in ``trace`` (see the module doc)."""
+def _overlap(examples: Sequence[_ExampleLike], trace: Trace) -> dict[str, tuple[int, int]]:
+    """Per example: (steps with own lines in the trace, steps needed); task hits count as all."""
     haystack = normalized_text(trace)
     shared = _shared_lines(examples)
-    out = []
+    out: dict[str, tuple[int, int]] = {}
     for ex in examples:
         task = _norm(ex.task or "")
         if len(task) >= MIN_PROBE_CHARS and task in haystack:
-            out.append(ex.id)
+            out[ex.id] = (1, 1)
             continue
         own_steps = 0
         hits = 0
@@ -91,6 +108,15 @@ def leaked(examples: Sequence[_ExampleLike], trace: Trace) -> list[str]:
             own_steps += 1
             if any(line in haystack for line in own):
                 hits += 1
-        if hits and hits >= min(2, own_steps):
-            out.append(ex.id)
+        out[ex.id] = (hits, min(2, own_steps))
     return out
+
+
+def leaked(examples: Sequence[_ExampleLike], trace: Trace) -> list[str]:
+    """Ids of the ``examples`` whose own content occurs in ``trace`` (see the module doc)."""
+    return [i for i, (hits, need) in _overlap(examples, trace).items() if hits and hits >= need]
+
+
+def partial(examples: Sequence[_ExampleLike], trace: Trace) -> list[str]:
+    """Ids of the ``examples`` with some of their own content in ``trace``, too little to drop."""
+    return [i for i, (hits, need) in _overlap(examples, trace).items() if 0 < hits < need]

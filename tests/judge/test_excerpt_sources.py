@@ -1,0 +1,114 @@
+"""Every excerpt step is its source message with each cut marked (issue 30).
+
+The source texts come from tests/fixtures/excerpt_sources.json (written from the datasets by
+scripts/fewshot_sources.py); three runs are also read through run_messages from the verbatim
+fixture files, so the addressing itself is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mast.judge.excerpt_check import CUT, check_excerpt, run_messages
+from mast.judge.excerpts import Excerpt, load_pool
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SOURCES = json.loads((FIXTURES / "excerpt_sources.json").read_text(encoding="utf-8"))
+POOL = load_pool()
+
+
+def _messages(ex: Excerpt) -> dict[int, str]:
+    return {int(i): text for i, text in SOURCES[ex.run].items()}
+
+
+@pytest.mark.parametrize("ex", POOL, ids=[ex.id for ex in POOL])
+def test_every_step_rebuilds_from_its_source(ex: Excerpt) -> None:
+    assert check_excerpt(ex, _messages(ex)) == []
+
+
+def _replace_step(ex: Excerpt, step_id: str, content: str) -> Excerpt:
+    # No validation: the planted text may no longer hold a reading's quote.
+    steps = tuple(
+        s.model_copy(update={"content": content}) if s.id == step_id else s for s in ex.steps
+    )
+    return ex.model_copy(update={"steps": steps})
+
+
+def _by_id(name: str) -> Excerpt:
+    return next(ex for ex in POOL if ex.id == name)
+
+
+def test_a_planted_unmarked_cut_fails() -> None:
+    ex = _by_id("ww-ag27-confirms-after-done")
+    step = ex.steps[0]  # a whole message of several sentences
+    sentences = step.content.split("\n\n")
+    assert len(sentences) >= 3
+    # Leave out a middle paragraph without a mark: the two remaining parts are no longer one
+    # piece of the source.
+    cut = "\n\n".join([sentences[0], *sentences[2:]])
+    problems = check_excerpt(_replace_step(ex, step.id, cut), _messages(ex))
+    assert problems and "unmarked cut" in problems[0], problems
+    # Marked, the same cut passes.
+    marked = "\n\n".join([sentences[0], CUT, *sentences[2:]])
+    assert check_excerpt(_replace_step(ex, step.id, marked), _messages(ex)) == []
+    # Cutting the end or the start without a mark fails too.
+    end = check_excerpt(_replace_step(ex, step.id, sentences[0]), _messages(ex))
+    assert any("end of the message" in p for p in end), end
+    start = check_excerpt(_replace_step(ex, step.id, sentences[-1]), _messages(ex))
+    assert any("start of the message" in p for p in start), start
+
+
+def test_a_changed_word_fails() -> None:
+    ex = _by_id("ww-ag27-confirms-after-done")
+    step = ex.steps[0]
+    changed = step.content.replace("complete", "finished", 1)
+    assert changed != step.content
+    assert check_excerpt(_replace_step(ex, step.id, changed), _messages(ex))
+
+
+def test_a_left_out_step_that_mentions_the_quoted_entity_fails() -> None:
+    # hc51 shows the ledger step s15, which repeats the instruction quoted at s16 between the
+    # cited steps s11 and s16; leaving it out hides a mention of the quote.
+    ex = _by_id("ww-hc51-same-instruction-again")
+    data = ex.model_dump(by_alias=True)
+    keep = [i for i, s in enumerate(data["steps"]) if s["id"] != "s15"]
+    data["steps"] = [data["steps"][i] for i in keep]
+    data["source"]["history"] = [data["source"]["history"][i] for i in keep]
+    problems = check_excerpt(Excerpt.model_validate(data), _messages(ex))
+    assert any("message 14 (s15)" in p and "left out" in p for p in problems), problems
+
+
+def test_run_messages_reads_the_datasets_layout(tmp_path: Path) -> None:
+    (tmp_path / "whoandwhen" / "Hand-Crafted").mkdir(parents=True)
+    shutil.copy(
+        FIXTURES / "whoandwhen" / "hand-crafted-12.json",
+        tmp_path / "whoandwhen" / "Hand-Crafted" / "12.json",
+    )
+    shutil.copytree(FIXTURES / "ag2", tmp_path / "ag2")
+    (tmp_path / "mad").mkdir()
+    shutil.copy(FIXTURES / "mad" / "full_record_chatdev.json", tmp_path / "mad")
+    checked = 0
+    for name in (
+        "ww-hc12-list-copied-wrong",
+        "ag2-t3-decimal-answer",
+        "chatdev-review-finished-ignored",
+    ):
+        ex = _by_id(name)
+        messages = run_messages(ex.source, tmp_path)
+        assert check_excerpt(ex, messages) == []
+        for i, text in _messages(ex).items():
+            assert messages[i] == text
+            checked += 1
+    assert checked > 70
+
+
+def test_no_entry_has_a_wrong_review() -> None:
+    wrong = [ex.id for ex in POOL if ex.review is not None and ex.review.verdict == "wrong"]
+    assert wrong == [], f"entries a second reader found wrong ship: {wrong}"
+    for ex in POOL:
+        if ex.review is not None and ex.review.verdict == "arguable":
+            assert len(ex.review.note.split()) >= 5, ex.id
