@@ -10,6 +10,10 @@ labelled ones, per trace:
 * **step accuracy**: the predicted step id *is* the labelled step id (``"s10"`` never
   matches ``"s1"``: ids are compared whole, never as substrings), and separately the share
   within ``±within`` steps (by position in the trace).
+* **any-failure localisation** (AgentRx's step measure), for labels that list every
+  failure of a run (AgentRx): the predicted step is one of the labelled failure steps, and
+  separately within ``±within`` steps of the nearest one. The agent and step measures above
+  then score the run's root cause.
 * Labels pointing past the end of the trace (a step index the history does not have) are
   excluded from every score and listed; so are labelled traces without a prediction
   record and predictions without a label.
@@ -56,7 +60,7 @@ __all__ = [
     "attribution_labels",
 ]
 
-METRICS = ("agent", "step", "step_within")
+METRICS = ("agent", "step", "step_within", "any_step", "any_step_within")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,9 @@ class AttributionLabel:
     step_ids: tuple[str, ...] = ()
     subset: str | None = None
     system: str | None = None
+    failure_steps: tuple[str, ...] = ()
+    """Step ids of every labelled failure of the run (AgentRx), empty when only the
+    decisive error is labelled (Who&When)."""
 
     @property
     def past_end(self) -> bool:
@@ -111,6 +118,17 @@ def attribution_labels(traces: Iterable[Trace]) -> dict[str, AttributionLabel]:
             step = f"s{int(str(meta['mistake_step']).strip()) + 1}"
         if not agent and step is None:
             continue
+        labelled: Mapping[str, Any] = (
+            meta["agentrx"] if isinstance(meta.get("agentrx"), Mapping) else {}
+        )
+        failures = labelled.get("failures") or []
+        steps = tuple(
+            dict.fromkeys(
+                normalize_step_id(str(f["step_id"]))
+                for f in failures
+                if isinstance(f, Mapping) and f.get("step_id") is not None
+            )
+        )
         out[trace.id] = AttributionLabel(
             trace_id=trace.id,
             agent=str(agent) if agent else None,
@@ -119,6 +137,7 @@ def attribution_labels(traces: Iterable[Trace]) -> dict[str, AttributionLabel]:
             step_ids=tuple(s.id for s in trace.steps),
             subset=_subset(trace),
             system=trace.system,
+            failure_steps=tuple(s for s in steps if s is not None),
         )
     return out
 
@@ -177,7 +196,13 @@ class AttributionReport:
     bootstrap: int = 0
 
     def metric_name(self, metric: str) -> str:
-        return f"step ±{self.within}" if metric == "step_within" else metric
+        if metric == "step_within":
+            return f"step ±{self.within}"
+        if metric == "any_step":
+            return "any failure"
+        if metric == "any_step_within":
+            return f"any ±{self.within}"
+        return metric
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (group, metric): correct, answered, total, accuracies, intervals."""
@@ -213,7 +238,7 @@ class AttributionReport:
             f"Attribution accuracy (step ids compared whole; ±{self.within} by position; "
             f"{pct}% bootstrap CI over traces, {self.bootstrap} resamples)",
             "",
-            f"{'group':<28} {'metric':<8} {'answered':>14} {'CI':>15}   "
+            f"{'group':<28} {'metric':<11} {'answered':>14} {'CI':>15}   "
             f"{'all (unanswered=wrong)':>22} {'CI':>15}",
         ]
         sections = [(("all", "all"), self.overall), *self.groups.items()]
@@ -221,7 +246,7 @@ class AttributionReport:
             label = "all traces" if by == "all" else f"{by}={group}"
             for metric, acc in metrics.items():
                 lines.append(
-                    f"{label:<28} {self.metric_name(metric):<8} "
+                    f"{label:<28} {self.metric_name(metric):<11} "
                     f"{_frac(acc.correct, acc.answered):>14} {_ci(acc.ci_answered):>15}   "
                     f"{_frac(acc.correct, acc.total):>22} {_ci(acc.ci_all):>15}"
                 )
@@ -386,10 +411,21 @@ def attribution_accuracy(
             row["step_within"] = (
                 p_pos is not None and l_pos is not None and abs(p_pos - l_pos) <= within
             )
+        # Any-failure localisation: the predicted step against every labelled failure step.
+        failure_pos = [lab.position(s) for s in lab.failure_steps]
+        near = [abs(p_pos - f) for f in failure_pos if f is not None and p_pos is not None]
+        has_failures = bool(lab.failure_steps)
+        unknown = not has_failures or p_step is None
+        row["any_step"] = None if unknown else p_step in lab.failure_steps
+        row["any_step_within"] = None if unknown else bool(near) and min(near) <= within
+        if has_failures:
+            row["label_failure_steps"] = list(lab.failure_steps)
         row["labelled"] = {
             "agent": lab.agent is not None,
             "step": lab.step_id is not None,
             "step_within": lab.step_id is not None,
+            "any_step": has_failures,
+            "any_step_within": has_failures,
         }
         rows.append(row)
 
@@ -424,6 +460,8 @@ def _score(
     out: dict[str, Accuracy] = {}
     for metric in METRICS:
         scored = [r for r in rows if r["labelled"][metric]]
+        if not scored and metric.startswith("any_"):
+            continue  # no label lists the run's failures (Who&When): not an AgentRx measure
         correct = np.array([r[metric] is True for r in scored], dtype=np.float64)
         answered = np.array([r[metric] is not None for r in scored], dtype=np.float64)
         out[metric] = Accuracy(

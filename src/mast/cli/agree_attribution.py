@@ -1,7 +1,10 @@
 """``mast agree --attribution``: who/when accuracy of a results file against labelled traces.
 
 The reference is trace files that carry attribution labels (Who&When runs: ``mistake_agent``
-and ``mistake_step``); the candidate is a results file whose records name a decisive error
+and ``mistake_step``), AgentRx data (``agentrx`` for the copy bundled with mast, or its
+folder: the root cause is scored as agent and step, and any-failure localisation against
+every labelled failure step), or a TRAIL download (scored with TRAIL's location, joint and
+category-F1 measures); the candidate is a results file whose records name a decisive error
 (``mast annotate … --attribution METHOD``, or an ordinary run: the judge's answer names one
 too). Prints agent and step accuracy (exact, and within ``--within`` steps) with bootstrap
 intervals, overall and per subset and system, and what was excluded and why.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``mast agree --attribution``; returns the exit status."""
     from mast.agree.attribution import attribution_accuracy, attribution_labels
     from mast.bulk.store import read_annotations
-    from mast.traces.loaders import load_traces
+    from mast.cli.inputs import load_inputs
 
     if not (args.reference and args.candidate) or args.among:
         print(
@@ -64,7 +68,15 @@ def run(args: argparse.Namespace) -> int:
     if args.within < 0:
         print(f"mast agree: error: --within must be >= 0, got {args.within}", file=sys.stderr)
         return 2
-    labels = attribution_labels(load_traces(args.reference))
+    if str(args.reference) == "agentrx":
+        from mast.traces.agentrx import load_agentrx
+
+        traces = load_agentrx()  # the copy bundled with mast
+    else:
+        traces = list(load_inputs(str(args.reference)))
+    if any("trail" in t.metadata for t in traces):
+        return _trail(args, traces)
+    labels = attribution_labels(traces)
     if not labels:
         print(
             f"mast agree: error: no trace in {args.reference} carries attribution labels "
@@ -89,6 +101,23 @@ def run(args: argparse.Namespace) -> int:
     if not report.rows:
         print(
             "mast agree: no trace is both labelled and in the results file (compare the trace ids)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _trail(args: argparse.Namespace, traces: list[Any]) -> int:
+    """TRAIL's measures of a results file against a TRAIL download."""
+    from mast.agree.trail import trail_predictions, trail_scores
+    from mast.bulk.store import read_annotations
+
+    records = [a for a in read_annotations(args.candidate) if a.status == "ok"]
+    report = trail_scores(trail_predictions(records, traces), traces)
+    print(report.to_json(indent=2) if args.format == "json" else report.to_text())
+    if not any(r["predicted"] for r in report.rows):
+        print(
+            "mast agree: no TRAIL trace is in the results file (compare the trace ids)",
             file=sys.stderr,
         )
         return 1

@@ -69,8 +69,8 @@ def _redact_pattern(text: str) -> tuple[str, str]:
 
 def _cmd_annotate(args: argparse.Namespace) -> int:
     from mast.cli.inputs import input_notes
+    from mast.cli.inputs import load_inputs as load_traces
     from mast.errors import TraceFormatError
-    from mast.traces.loaders import load_traces
 
     models = (
         [m.strip() for m in args.models.split(",") if m.strip()] if args.models else [args.model]
@@ -157,6 +157,7 @@ def _judge(model: str, args: argparse.Namespace) -> Any:
         redact=redact,
         samples=args.samples,
         answer=args.answer,
+        taxonomy=getattr(args, "taxonomy", None),
         **({"temperature": args.temperature} if args.temperature is not None else {}),
     )
     if args.attribution:
@@ -317,6 +318,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_input_options(p)
     p.add_argument("--prices", default=None, metavar="YAML", help="price overrides (USD/1M)")
     p.add_argument("--max-tokens", type=_positive_int, default=None, help="output token cap")
+    p.add_argument(
+        "--taxonomy",
+        default=None,
+        metavar="NAME|PATH",
+        help="failure taxonomy the judge uses: mast (default), a bundled one (sre, agentrx, "
+        "trail) or a taxonomy YAML",
+    )
     p.add_argument(
         "--answer",
         choices=("full", "compact"),

@@ -12,15 +12,15 @@ no framework segmenter recognised, ITBench trials left without ground truth).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where needed: `mast --help` stays fast
     from mast.traces.limits import ReadLimits
     from mast.traces.model import Trace
 
-__all__ = ["add_input_options", "format_name", "input_notes"]
+__all__ = ["add_input_options", "format_name", "input_notes", "load_inputs"]
 
 
 def format_name(text: str) -> str:
@@ -85,6 +85,34 @@ def read_limits_from(args: argparse.Namespace) -> ReadLimits:
         trace_bytes=size,
         steps=getattr(args, "max_steps", None),
     )
+
+
+def load_inputs(inputs: str | Path | list[str | Path], **options: Any) -> Iterator[Trace]:
+    """:func:`mast.load_traces` for the inputs, except that a labelled dataset's folder
+    (AgentRx: ``ground_truth.json`` beside its runs; TRAIL: span-tree rows) is read by its
+    dataset loader (:func:`mast.datasets.load_agentrx`, :func:`mast.datasets.load_trail`),
+    so the traces carry their labels and their step numbering."""
+    from mast.errors import TraceFormatError
+    from mast.traces.agentrx import is_agentrx, load_agentrx
+    from mast.traces.loaders import load_traces
+    from mast.traces.trail import is_trail, load_trail
+
+    paths = inputs if isinstance(inputs, list) else [inputs]
+    rest: list[str | Path] = []
+    errors = options.get("errors")
+    for path in paths:
+        where = Path(path)
+        if where.exists() and (is_agentrx(where) or is_trail(where)):
+            try:
+                yield from (load_agentrx(where) if is_agentrx(where) else load_trail(where))
+            except TraceFormatError as exc:
+                if options.get("on_error") != "skip" or errors is None:
+                    raise
+                errors.append(exc)
+        else:
+            rest.append(path)
+    if rest:
+        yield from load_traces(rest, **options)
 
 
 def _shown(traces: list[Trace]) -> str:

@@ -36,8 +36,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--dataset",
         default="mad-human",
-        metavar="mad-human|PATH",
-        help="the labelled set (default: mad-human, downloaded at its pinned revision)",
+        metavar="mad-human|agentrx|trail|PATH",
+        help="the labelled set (default: mad-human, downloaded at its pinned revision; "
+        "agentrx: AgentRx's labelled runs bundled with mast, scored by root cause and "
+        "any-failure localisation; a TRAIL download's path: scored with TRAIL's measures)",
+    )
+    p.add_argument(
+        "--taxonomy",
+        default=None,
+        metavar="NAME|PATH",
+        help="judge with another taxonomy (agentrx, trail, …): with agentrx on AgentRx, "
+        "agreement per category is reported too (default: MAST)",
+    )
+    p.add_argument(
+        "--within",
+        type=int,
+        default=1,
+        metavar="K",
+        help="AgentRx: also count steps at most K apart (default 1)",
     )
     p.add_argument(
         "--out",
@@ -76,9 +92,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from mast.analysis.validation import validate
+    from mast.analysis.validation_localisation import is_localisation_dataset
     from mast.judge.judge import Judge
 
-    judge = Judge(args.model, fewshot=args.fewshot, base_url=args.base_url, answer=args.answer)
+    judge = Judge(
+        args.model,
+        fewshot=args.fewshot,
+        base_url=args.base_url,
+        answer=args.answer,
+        taxonomy=args.taxonomy,
+    )
+    if is_localisation_dataset(args.dataset):
+        return _localisation(args, judge)
     report = validate(
         judge,
         args.dataset,
@@ -109,6 +134,50 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
     print(f"report: {args.out / 'report.md'} (and report.json); results: {report.results_path}")
     return 0 if majority.pooled.n_cells else 1
+
+
+def _localisation(args: argparse.Namespace, judge: object) -> int:
+    from mast.analysis.validation_localisation import validate_localisation
+    from mast.errors import StatsInputError
+
+    if args.within < 0:
+        print(f"mast validate: error: --within must be >= 0, got {args.within}", file=sys.stderr)
+        return 2
+    try:
+        report = validate_localisation(
+            judge,  # type: ignore[arg-type]
+            args.dataset,
+            out=args.out,
+            within=args.within,
+            budget_usd=args.budget,
+            concurrency=args.concurrency,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            cache=not args.no_cache,
+            progress=not args.quiet,
+        )
+    except StatsInputError as exc:
+        print(f"mast validate: error: {exc}", file=sys.stderr)
+        return 2
+    if report.attribution is not None:
+        o = report.attribution.overall
+        print(
+            f"{report.model} on {report.dataset}: {report.n_traces} runs; root-cause agent "
+            f"{o['agent'].correct}/{o['agent'].total}, step {o['step'].correct}/"
+            f"{o['step'].total}, any failure {o['any_step'].correct}/{o['any_step'].total} "
+            f"(first-step baseline: step "
+            f"{report.baselines['always the first step'].overall['step'].correct}); "
+            f"cost ${report.cost_usd:.4f}"
+        )
+    if report.trail is not None:
+        print(
+            f"{report.model} on {report.dataset}: {report.n_traces} traces; location "
+            f"{_num(report.trail.location_accuracy)}, joint {_num(report.trail.joint_accuracy)}, "
+            f"weighted category F1 {_num(report.trail.category_f1_weighted)}"
+        )
+    print(f"report: {args.out / 'report.md'} (and report.json); results: {report.results_path}")
+    scored = report.attribution.rows if report.attribution is not None else []
+    return 0 if scored or report.trail is not None else 1
 
 
 def _num(value: float) -> str:

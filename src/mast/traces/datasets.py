@@ -6,6 +6,9 @@ labels from its round's taxonomy version onto the final codes (annotators ``"ann
 ``"annotator_3"``; draft modes without a final counterpart stay visible in
 ``trace.label_sources[annotator].unmapped``). ``load_whoandwhen()`` and
 ``load_itbench_trajectories()`` read two other public sets of failed agent runs.
+``load_agentrx()`` reads AgentRx's human-labelled failed runs (every failure with its step,
+agent and category, and the root cause; a copy ships with mast) and ``load_trail(path)``
+your download of the gated TRAIL set (errors labelled per span).
 
 Called without a path, each loader downloads from the Hugging Face Hub at a pinned revision
 (cached, honouring ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT`` and tokens), checks every
@@ -30,6 +33,7 @@ from typing import Any, Literal, overload
 
 from mast.errors import DatasetChecksumError, DuplicateLabelsWarning
 from mast.traces import hub as _hub
+from mast.traces.agentrx import AgentRxLabelWarning, bundled_agentrx_path, load_agentrx
 from mast.traces.catalog import (
     _IT_PREFIX,
     _MAD_FULL,
@@ -49,23 +53,29 @@ from mast.traces.hub import Fetched, Pin, Target
 from mast.traces.loaders import load_traces
 from mast.traces.model import Trace
 from mast.traces.readings import apply_reading, verification_name
+from mast.traces.trail import TrailLabelWarning, load_trail
 
 __all__ = [
     "ITBENCH_REVISION",
     "MAD_REVISION",
     "WHOANDWHEN_REVISION",
+    "AgentRxLabelWarning",
     "DatasetInfo",
     "DatasetLicenseWarning",
     "DatasetRevisionWarning",
     "Release",
+    "TrailLabelWarning",
     "UnverifiedDatasetWarning",
+    "bundled_agentrx_path",
     "duplicate_label_blocks",
     "example_traces",
     "examples_path",
     "info",
+    "load_agentrx",
     "load_itbench_trajectories",
     "load_mad",
     "load_mad_human",
+    "load_trail",
     "load_whoandwhen",
 ]
 
