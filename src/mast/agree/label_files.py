@@ -127,11 +127,18 @@ def read_raters(path: str | Path) -> tuple[dict[str, Any], list[Trace], list[str
 
 
 def read_traces(path: Path) -> list[Trace]:
-    """All traces in ``path`` (file, folder or glob), via :func:`mast.load_traces`."""
+    """All traces in ``path`` (file, folder or glob), via :func:`mast.load_traces`; AgentRx
+    and TRAIL data are read by their dataset loaders (their labels live beside the runs)."""
+    from mast.traces.agentrx import is_agentrx, load_agentrx
     from mast.traces.loaders import load_traces
+    from mast.traces.trail import is_trail, load_trail
 
     if not path.exists() and not any(ch in str(path) for ch in "*?["):
         raise FileNotFoundError(f"no such file or folder: {path}")
+    if path.exists() and is_agentrx(path):
+        return load_agentrx(path)
+    if path.exists() and is_trail(path):
+        return load_trail(path)
     return list(load_traces(path))
 
 

@@ -62,7 +62,8 @@ def is_trail(path: str | Path) -> bool:
             head = file.read_text(encoding="utf-8", errors="replace")[:20000]
         except OSError:
             continue
-        if '"spans"' in head or ('"trace"' in head and "child_spans" in head):
+        # TRAIL's snake_case span keys (OTLP JSON has "spans" too, but camelCase keys).
+        if "span_attributes" in head and ("child_spans" in head or "parent_span_id" in head):
             return True
     return bool(p.is_dir() and any(p.rglob("*.parquet")))
 
