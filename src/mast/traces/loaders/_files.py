@@ -222,16 +222,18 @@ def _looks_like_jsonl(head: bytes) -> bool:
 def _read_text(path: Path) -> Trace:
     text = read_text(path)
     seg = segment(text)
+    metadata: dict[str, Any] = {
+        **({"segmentation": seg.reason} if seg.reason else {}),
+        **({"segmentation_info": seg.metadata} if seg.metadata else {}),
+    }
     return Trace(
         id=file_stem(path),
         task=seg.task,
         steps=seg.steps,
         segmented=seg.segmented,
         system=seg.framework,
-        metadata={
-            **({"segmentation": seg.reason} if seg.reason else {}),
-            **({"segmentation_info": seg.metadata} if seg.metadata else {}),
-        },
+        outcome=seg.outcome.record(metadata),  # an AppWorld log's evaluation, as in MAD
+        metadata=metadata,
     )
 
 

@@ -254,6 +254,11 @@ def sample_trace(info: Mapping[str, Any], sample: Mapping[str, Any], *, epochs: 
                 "error": bool(error),
             },
             "repeated_inputs_skipped": steps.repeated,
+            **(
+                {"outcome_field": f"scores.{score_name}"}
+                if score_name and outcome is not Outcome.UNKNOWN
+                else {}
+            ),
         },
     )
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.taxonomy import LabelVersion, load_label_version, load_taxonomy, version_for_round
-from mast.traces.model import FailureVector, LabelSource, Outcome, Step, StepKind, Trace, to_bool
+from mast.traces import outcomes
+from mast.traces.model import FailureVector, LabelSource, Step, StepKind, Trace, to_bool
 from mast.traces.segment import segment
 
 
@@ -181,12 +182,14 @@ def _from_log(text: str, *, framework: str | None, **fields: Any) -> Trace:
         metadata["segmentation"] = seg.reason
     if seg.metadata:
         metadata["segmentation_info"] = seg.metadata
-    success = seg.metadata.get("evaluation_success")  # AppWorld logs end with their evaluation
+    # An AG2 record inside the text (other_data.correct), an AppWorld log's evaluation: read
+    # by mast.traces.outcomes, as the ag2 and text loaders read them.
+    outcome = seg.outcome.record(metadata)
     return Trace(
         steps=seg.steps,
         segmented=seg.segmented,
         task=seg.task,
-        outcome=_outcome(success if isinstance(success, bool) else None),
+        outcome=outcome,
         metadata=metadata,
         **fields,
     )
@@ -321,30 +324,23 @@ def ag2(record: Mapping[str, Any]) -> Trace:
                 role=_opt_str(message.get("role")),
             )
         )
-    other = record.get("other_data")
-    correct = to_bool(other.get("correct")) if isinstance(other, dict) else None
+    metadata = {
+        k: v
+        for k, v in record.items()
+        if k not in {"trajectory", "note", "problem_statement", "instance_id"}
+    }
     trace = Trace(
         id=str(record.get("instance_id") or record.get("id") or ""),
         task=_opt_str(record.get("problem_statement")),
         system="AG2",
         steps=steps,
-        outcome=_outcome(correct),
-        metadata={
-            k: v
-            for k, v in record.items()
-            if k not in {"trajectory", "note", "problem_statement", "instance_id"}
-        },
+        outcome=outcomes.ag2(record).record(metadata),
+        metadata=metadata,
     )
     note = record.get("note")
     if isinstance(note, dict) and isinstance(note.get("options"), dict):
         _attach_note_labels(trace, note)
     return trace
-
-
-def _outcome(correct: bool | None) -> Outcome:
-    if correct is None:
-        return Outcome.UNKNOWN
-    return Outcome.SUCCESS if correct else Outcome.FAILURE
 
 
 def _attach_note_labels(trace: Trace, note: Mapping[str, Any]) -> None:
@@ -402,14 +398,11 @@ def whoandwhen(record: Mapping[str, Any]) -> Trace:
     step_no = str(record.get("mistake_step", "")).strip()
     if step_no.isdigit():
         metadata["mistake_step_id"] = f"s{int(step_no) + 1}"
-    correct = to_bool(record.get("is_correct"))
-    # Who&When collects failed runs; a named mistake agent also marks a failure.
-    failed = correct is False or bool(record.get("mistake_agent"))
     return Trace(
         id=str(record.get("question_ID") or record.get("id") or ""),
         task=_opt_str(record.get("question")),
         steps=steps,
-        outcome=Outcome.FAILURE if failed else _outcome(correct),
+        outcome=outcomes.whoandwhen(record).record(metadata),
         metadata=metadata,
     )
 

@@ -36,6 +36,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from mast.traces import outcomes
 from mast.traces.model import Step, StepKind
 from mast.traces.segment._ag2 import from_messages
 from mast.traces.segment._common import Parsed, reassemble, squash
@@ -77,15 +78,29 @@ class Segmentation:
     metadata: dict[str, Any] = field(default_factory=dict)
     """Extras found on the way: container shape, excluded wrapper fields, instance id,
     AppWorld ``evaluation_success``, Magentic-One ``final_answer``."""
+    outcome: outcomes.OutcomeReading = outcomes.UNKNOWN
+    """The run's outcome where the text states it (an AG2 record's ``other_data.correct``,
+    an AppWorld log's evaluation), read by :mod:`mast.traces.outcomes` as every loader
+    reads it, with the field it came from."""
 
 
 def unsegmented(
-    text: str, reason: str, framework: str | None = None, *, task: str | None = None
+    text: str,
+    reason: str,
+    framework: str | None = None,
+    *,
+    task: str | None = None,
+    outcome: outcomes.OutcomeReading = outcomes.UNKNOWN,
 ) -> Segmentation:
     """The fallback: the whole log as one ``log`` step, with why it was not split."""
     step = Step.make(0, text, kind=StepKind.LOG, metadata={"unsegmented": True})
     return Segmentation(
-        steps=[step], framework=framework, segmented=False, reason=reason, task=task
+        steps=[step],
+        framework=framework,
+        segmented=False,
+        reason=reason,
+        task=task,
+        outcome=outcome,
     )
 
 
@@ -117,7 +132,9 @@ def segment(text: str, *, framework: str | None = None) -> Segmentation:
     # Warn only here, outside every ``try``: with warnings turned into errors the warning
     # must reach the caller, not be taken for a segmenter failure.
     warnings.warn(f"trace kept unsegmented: {result.reason}", SegmentationWarning, stacklevel=2)
-    return unsegmented(result.text, result.reason, result.framework, task=result.task)
+    return unsegmented(
+        result.text, result.reason, result.framework, task=result.task, outcome=result.outcome
+    )
 
 
 @dataclass(frozen=True)
@@ -126,6 +143,7 @@ class _Failure:
     reason: str
     framework: str | None
     task: str | None = None
+    outcome: outcomes.OutcomeReading = outcomes.UNKNOWN
 
 
 def _segment_or_fail(text: str, framework: str | None) -> Segmentation | _Failure:
@@ -142,7 +160,8 @@ def _segment_or_fail(text: str, framework: str | None) -> Segmentation | _Failur
         return _segment(log, found, framework, name)
     except Exception as exc:  # a segmenter bug must never lose the trace
         why = f"{name or 'the'} segmenter failed ({type(exc).__name__}: {exc})"
-        return _Failure(_payload(text, found), why, name or framework, task)
+        reading = found.outcome if found is not None else outcomes.UNKNOWN
+        return _Failure(_payload(text, found), why, name or framework, task, reading)
 
 
 def _payload(text: str, found: Unwrapped | None) -> str:
@@ -185,6 +204,9 @@ def _segment(
         why = f"the {name or 'message'} segmenter found no steps"
         return _Failure(log if log is not None else _payload("", found), why, name, task)
     metadata = dict(parsed.metadata)
+    reading = found.outcome if found is not None else outcomes.UNKNOWN
+    if reading.field is None and "evaluation_success" in metadata:
+        reading = outcomes.appworld(metadata["evaluation_success"])
     if found is not None:
         metadata["container"] = found.shape
         metadata.update(found.fields)
@@ -197,4 +219,5 @@ def _segment(
         reason="; ".join(notes) or None,
         task=task or parsed.task,
         metadata=metadata,
+        outcome=reading,
     )

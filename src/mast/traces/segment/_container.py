@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mast.traces import outcomes
 from mast.traces.segment._common import dedent, split_entries
 
 RAW = "__raw__"  # key of a message-list item that is unparsed text to keep as a log step
@@ -37,6 +38,8 @@ class Unwrapped:
     task: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     excluded: list[str] = field(default_factory=list)
+    outcome: outcomes.OutcomeReading = outcomes.UNKNOWN
+    """The run's outcome as the record states it (AG2: ``other_data.correct``)."""
 
 
 def unwrap(text: str) -> Unwrapped | None:
@@ -89,6 +92,7 @@ def _from_value(value: Any, shape: str) -> Unwrapped | None:
     if isinstance(value.get("instance_id"), (str, int)):
         out.fields["instance_id"] = value["instance_id"]
     out.excluded = [k for k in value if k not in ("trajectory", "problem_statement", "instance_id")]
+    out.outcome = outcomes.ag2(value)  # read as the ag2 loader reads it, never on its own
     trajectory = value["trajectory"]
     if isinstance(trajectory, list) and trajectory and all(_is_message(v) for v in trajectory):
         out.messages = [dict(v) for v in trajectory]
