@@ -135,6 +135,8 @@ def test_the_default_judge_shows_every_mode_positive_and_near_miss() -> None:
     assert all(pos and near for pos, near in cov.values())
     system = render_system(examples=chosen)
     assert "# Worked excerpts" in system and "# Worked examples" not in system
+    # One line says what the cut mark means.
+    assert system.count('"[…]" marks where text of the original message was left out') == 1
     for ex in chosen:
         assert f"({ex.id})" in system
         for reading in ex.readings:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import mast
 from mast.judge.fewshot import load_examples
 from mast.judge.leak import leaked
@@ -38,3 +40,68 @@ def test_an_example_whose_task_is_the_trace_task_is_caught() -> None:
     assert cards.task is not None
     trace = Trace(id="t", task=cards.task, steps=[Step.make(0, "a different run entirely")])
     assert leaked([cards], trace) == [cards.id]
+
+
+# --- the bundled excerpt pool on real Who&When runs (issue 30) ------------------------------
+
+WW_RUNS = sorted((FIXTURES / "whoandwhen_attr").glob("*/*.json")) + sorted(
+    (FIXTURES / "whoandwhen").glob("*.json")
+)
+
+
+def _ww_trace(path: Path) -> Trace:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mast.load_trace(path)
+
+
+def test_the_pool_is_dropped_only_on_its_own_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mast.judge.excerpts import load_pool
+
+    pool = load_pool()
+    own_runs = {"hand-crafted-12.json": ["ww-hc12-list-copied-wrong"]}
+    traces = {p: _ww_trace(p) for p in WW_RUNS}
+    assert len(traces) >= 10
+    for path, trace in traces.items():
+        assert leaked(pool, trace) == own_runs.get(path.name, []), path
+    # Without the corpus's shared text (Magentic-One's ledger template lines, the CaptainAgent
+    # terminal's fixed reply), excerpts are dropped on runs they do not come from.
+    import mast.judge.leak as leak_module
+
+    monkeypatch.setattr(leak_module, "shared_text", lambda: frozenset())
+    wrong = [p.name for p, t in traces.items() if leaked(pool, t) != own_runs.get(p.name, [])]
+    assert wrong, "the corpus text no longer matters: make this test find a case that needs it"
+
+
+def test_a_run_rebuilt_from_an_excerpts_source_drops_only_that_excerpt() -> None:
+    import json
+
+    from mast.judge.excerpts import load_pool
+
+    pool = load_pool()
+    sources = json.loads((FIXTURES / "excerpt_sources.json").read_text(encoding="utf-8"))
+    for run, messages in sources.items():
+        steps = [
+            Step.make(int(i), text) for i, text in sorted(messages.items(), key=lambda x: int(x[0]))
+        ]
+        trace = Trace(id=run, steps=steps)
+        own = sorted(ex.id for ex in pool if ex.run == run)
+        assert sorted(leaked(pool, trace)) == own, run
+
+
+def test_partial_overlap_is_kept_with_a_note() -> None:
+    from mast.judge.excerpts import load_pool
+    from mast.judge.leak import partial
+    from mast.judge.shots import Shots
+
+    pool = load_pool()
+    ex = next(e for e in pool if e.id == "ww-ag27-confirms-after-done")
+    # One own line of the excerpt, inside an unrelated trace: too little to drop it.
+    own_line = ex.steps[2].content
+    trace = Trace(id="t", steps=[Step.make(0, "unrelated " * 20), Step.make(1, own_line)])
+    assert leaked(pool, trace) == []
+    assert partial(pool, trace) == [ex.id]
+    shots = Shots.resolve(None).for_trace(trace)
+    assert any("may come from this trace" in n and ex.id in n for n in shots.notes), shots.notes

@@ -33,7 +33,7 @@ from mast.judge.fewshot import (
     positive_rate,
     select_examples,
 )
-from mast.judge.leak import leaked
+from mast.judge.leak import leaked, partial
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Trace
 
@@ -103,18 +103,26 @@ class Shots:
         return cls(pool, list(pool), explicit=True, notes=notes)
 
     def for_trace(self, trace: Trace) -> Shots:
-        """The choice for ``trace``: without examples whose own content is in the trace."""
-        out = leaked(self.chosen, trace)
-        if not out:
-            return self
-        note = (
-            "few-shot example(s) " + ", ".join(out) + " left out: they are excerpts of this trace"
-        )
-        if self.explicit:
-            chosen = [ex for ex in self.chosen if ex.id not in out]
-        else:
-            chosen = _select([ex for ex in self.pool if ex.id not in out], self.count)
-        return replace(self, chosen=chosen, notes=[*self.notes, note])
+        """The choice for ``trace``: without examples whose own content is in the trace.
+
+        Examples with some own text in the trace, too little to tell, are kept with a note.
+        """
+        # Over the whole pool, so that the gap is never filled with another excerpt of it.
+        out = set(leaked(self.chosen if self.explicit else self.pool, trace))
+        shots = self
+        if out & set(self.ids):
+            if self.explicit:
+                chosen = [ex for ex in self.chosen if ex.id not in out]
+            else:
+                chosen = _select([ex for ex in self.pool if ex.id not in out], self.count)
+            gone = ", ".join(i for i in self.ids if i in out)
+            note = f"few-shot example(s) {gone} left out: they are excerpts of this trace"
+            shots = replace(self, chosen=chosen, notes=[*self.notes, note])
+        maybe = partial(shots.chosen, trace)
+        if maybe:
+            note = f"few-shot example(s) {', '.join(maybe)} kept: they may come from this trace"
+            shots = replace(shots, notes=[*shots.notes, note])
+        return shots
 
 
 def _select(pool: Sequence[Shot], count: int | None) -> list[Shot]:
