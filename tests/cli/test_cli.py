@@ -17,6 +17,21 @@ def test_taxonomy_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(out.strip().splitlines()) == 16
 
 
+def test_taxonomy_examples_prints_the_pool_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from mast.judge.excerpts import load_pool
+
+    assert main(["taxonomy", "--examples"]) == 0
+    out = capsys.readouterr().out
+    pool = load_pool()
+    rows = [
+        r for r in (line.split() for line in out.splitlines()[1:]) if r[1:2] in (["shows"], ["not"])
+    ]
+    # One row per (mode, excerpt) reading, with the excerpt's system and review verdict.
+    assert len(rows) == sum(len(ex.readings) for ex in pool)
+    assert {r[1] for r in rows} == {"shows", "not"}
+    assert f"{len(pool)} excerpts from " in out and "ChatDev" in out and "Magentic-One" in out
+
+
 def test_taxonomy_verbose_and_bad_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["taxonomy", "-v"]) == 0
     assert "accepted without being" in capsys.readouterr().out

@@ -22,6 +22,12 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
     from mast.taxonomy import load_taxonomy
 
     tax = load_taxonomy(args.path, verification=args.verification)
+    if args.examples is not None:
+        from mast.judge.excerpts import load_pool, pool_table
+
+        pool = load_pool(args.examples or None, taxonomy=tax)
+        print(pool_table(pool, tax))
+        return 0
     if args.audit is not None:
         return _audit(args, tax)
     if args.verbose:
@@ -99,6 +105,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--annotators", nargs="+", default=None, help="audit against these annotators only"
+    )
+    p.add_argument(
+        "--examples",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="POOL",
+        help="print the few-shot excerpt pool (default: the bundled one) as a table: per mode "
+        "its positives and near misses, their systems and second-reader verdicts",
     )
     p.add_argument("--top", type=int, default=5, help="co-labelled pairs without a rule to list")
     p.add_argument("--format", choices=["text", "json"], default="text")

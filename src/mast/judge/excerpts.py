@@ -39,6 +39,7 @@ __all__ = [
     "coverage",
     "is_pool_file",
     "load_pool",
+    "pool_table",
     "select_excerpts",
 ]
 
@@ -66,6 +67,20 @@ class Source(_Strict):
     path: str = Field(min_length=1)
     run: int | None = None
     history: tuple[int, ...] = Field(min_length=1)
+
+    @property
+    def system(self) -> str:
+        """The multi-agent system that made the run (from the dataset and its folder)."""
+        folder = self.path.split("/")[0]
+        if self.dataset == "whoandwhen":
+            return {"Hand-Crafted": "Magentic-One", "Algorithm-Generated": "CaptainAgent"}.get(
+                folder, folder
+            )
+        if self.dataset == "agentrx":
+            return {"tau_retail": "tau-bench retail agent", "magentic_one": "Magentic-One"}.get(
+                folder, folder
+            )
+        return {"ag2": "AG2 MathChat", "mad-full": "ChatDev"}[self.dataset]
 
     def label(self) -> str:
         """The run the excerpt comes from, as one string (``dataset:path[#run]``)."""
@@ -236,6 +251,44 @@ def coverage(
             if near.mode in out:
                 out[near.mode][1].append(ex.id)
     return out
+
+
+def pool_table(pool: Sequence[Excerpt], taxonomy: Taxonomy | None = None) -> str:
+    """The pool as one table: per mode, its positives and near misses, systems and reviews.
+
+    Ends with a line per mode that has fewer than two positives from two systems or no near
+    miss, and the systems of the whole pool.
+
+    >>> pool_table(load_pool()).splitlines()[0].split()
+    ['mode', 'kind', 'excerpt', 'system', 'review']
+    """
+    tax = taxonomy or load_taxonomy()
+    by_id = {ex.id: ex for ex in pool}
+    rows = [("mode", "kind", "excerpt", "system", "review")]
+    short = []
+    for code, (positives, near_misses) in coverage(pool, tax).items():
+        for kind, ids in (("shows", positives), ("not", near_misses)):
+            for i in ids:
+                review = by_id[i].review
+                verdict = f"{review.verdict} ({review.reader})" if review else "-"
+                rows.append((code, kind, i, by_id[i].source.system, verdict))
+        systems = {by_id[i].source.system for i in positives}
+        if len(positives) < 2 or len(systems) < 2 or not near_misses:
+            short.append(
+                f"{code}: {len(positives)} positive(s) from {len(systems)} system(s), "
+                f"{len(near_misses)} near miss(es)"
+            )
+    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+    lines = ["  ".join(r[c].ljust(widths[c]) for c in range(4)) + "  " + r[4] for r in rows]
+    every = sorted({ex.source.system for ex in pool})
+    lines.append("")
+    lines.append(f"{len(pool)} excerpts from {len(every)} systems: {', '.join(every)}")
+    unreviewed = [ex.id for ex in pool if ex.review is None]
+    lines.append(f"without a review: {len(unreviewed)}")
+    lines += [f"short: {x}" for x in short] or [
+        "every mode: >= 2 positives from >= 2 systems, >= 1 near miss"
+    ]
+    return "\n".join(lines)
 
 
 def select_excerpts(
