@@ -218,11 +218,11 @@ def test_pool_errors_name_the_file_and_the_excerpt(tmp_path: Path) -> None:
 
 
 def test_an_excerpt_of_the_judged_run_is_left_out_and_replaced() -> None:
-    ex = next(e for e in POOL if e.id == "ww-ag42-recalled-census")
+    ex = next(e for e in POOL if e.id == "ww-ag99-arithmetic-only")
     # A trace that contains this excerpt's steps (the run it was cut from).
     run = Trace(
-        id="ww-42",
-        task="Take the gender split from the 2011 Bulgarian census …",
+        id="ww-99",
+        task="How much will I save by getting annual passes …",
         steps=[Step.make(int(s.id[1:]) - 1, s.content.replace("[…]\n", "")) for s in ex.steps],
     )
     assert leaked(POOL, run) == [ex.id]
@@ -230,4 +230,5 @@ def test_an_excerpt_of_the_judged_run_is_left_out_and_replaced() -> None:
     prompt = judge.render(run)
     assert f"({ex.id})" not in prompt.system
     # The gap it leaves (a positive for 3.2) is filled from the rest of the pool.
-    assert "(ww-ag99-arithmetic-only)" in prompt.system
+    others = [i for i in coverage(POOL)["3.2"][0] if i != ex.id]
+    assert any(f"({i})" in prompt.system for i in others), others
