@@ -61,17 +61,25 @@ def test_the_pool_is_dropped_only_on_its_own_runs(monkeypatch: pytest.MonkeyPatc
     from mast.judge.excerpts import load_pool
 
     pool = load_pool()
-    own_runs = {"hand-crafted-12.json": ["ww-hc12-list-copied-wrong"]}
+    # Runs among the fixtures that excerpts were cut from (path below tests/fixtures).
+    own_runs = {
+        "whoandwhen/hand-crafted-12.json": ["ww-hc12-list-copied-wrong"],
+        "whoandwhen_attr/Hand-Crafted/6.json": ["ww-hc6-first-snippet"],
+    }
+
+    def own(path: Path) -> list[str]:
+        return own_runs.get(path.relative_to(FIXTURES).as_posix(), [])
+
     traces = {p: _ww_trace(p) for p in WW_RUNS}
     assert len(traces) >= 10
     for path, trace in traces.items():
-        assert leaked(pool, trace) == own_runs.get(path.name, []), path
+        assert leaked(pool, trace) == own(path), path
     # Without the corpus's shared text (Magentic-One's ledger template lines, the CaptainAgent
     # terminal's fixed reply), excerpts are dropped on runs they do not come from.
     import mast.judge.leak as leak_module
 
     monkeypatch.setattr(leak_module, "shared_text", lambda: frozenset())
-    wrong = [p.name for p, t in traces.items() if leaked(pool, t) != own_runs.get(p.name, [])]
+    wrong = [p.name for p, t in traces.items() if leaked(pool, t) != own(p)]
     assert wrong, "the corpus text no longer matters: make this test find a case that needs it"
 
 
