@@ -143,6 +143,16 @@ class DuplicateLabelsWarning(UserWarning):
     """
 
 
+class VerificationConventionWarning(UserWarning):
+    """Two label sources use different conventions for MAST codes 3.2 and 3.3.
+
+    ``paper`` (mast's): 3.2 No or Incomplete Verification, 3.3 Incorrect Verification;
+    ``official`` (the official definitions file, MAST-Data's o1 labels): 3.2 Weak
+    Verification, 3.3 No or Incorrect Verification. Per-mode agreement on 3.2 and 3.3 then
+    compares different meanings; the merged 3.2-or-3.3 row does not depend on the choice.
+    """
+
+
 class ProviderError(MastError):
     """A call to a model provider failed (HTTP error, connection, malformed reply).
 

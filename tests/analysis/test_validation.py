@@ -61,10 +61,17 @@ def test_validate_heuristic_offline_on_the_bundled_sample(
         "| round1 |",
         "3.2∨3.3",
         "know which modes are common but not when",
+        "3.2/3.3 convention: judge paper; human labels paper.",
+        "| system |",
+        "| MetaGPT |",
     ):
         assert needle in report, needle
+    assert "**Warning:**" not in report
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert data["kind"] == "validation" and data["n_traces"] == 4
+    assert data["conventions"] == {"reference": "paper", "candidate": "paper", "differ": False}
+    assert [r["system"] for r in data["per_system"]] == ["AG2", "MetaGPT"]
+    assert sum(r["traces"] for r in data["per_system"]) == 4
     assert [r["reference"] for r in data["summary"]] == [
         *("annotator_1", "annotator_2", "annotator_3", "majority")
     ]

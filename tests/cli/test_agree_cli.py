@@ -86,7 +86,11 @@ def test_markdown_and_selected_modes(capsys: pytest.CaptureFixture[str], human_f
         "--format", "markdown", "--modes", "1.5,3.2", "3.3", "--bootstrap", "0",
     )  # fmt: skip
     assert code == 0
-    table = [line for line in out.splitlines() if line.startswith("| ")]
+    lines = [line for line in out.splitlines() if line.startswith("| ")]
+    split = next(i for i, line in enumerate(lines) if line.startswith("| system |"))
+    table, systems = lines[:split], lines[split:]
+    # The per-system table follows (AG2 and MetaGPT runs in the sample).
+    assert [row.split(" | ")[0] for row in systems[2:]] == ["| AG2", "| MetaGPT"]
     assert table[0].startswith("| mode | name | n | kappa |")
     assert [row.split(" | ")[0] for row in table[2:]] == [
         "| 1.5",

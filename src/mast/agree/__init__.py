@@ -24,9 +24,9 @@ The module is ``mast.agree`` (not ``mast.agreement``) so that the *function*
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -57,6 +57,7 @@ from mast.agree.baselines import (
     BASELINES_MEANING,
     AgreementContext,
     agreement_context,
+    context_lines,
     macro_modes,
 )
 from mast.agree.blocks import (
@@ -67,8 +68,18 @@ from mast.agree.blocks import (
     resampling_units,
     sum_by_unit,
 )
+from mast.agree.conventions import (
+    convention_header,
+    conventions_differ,
+    merged_first,
+    per_system_frame,
+    per_system_section,
+    source_systems,
+    source_verification,
+    warn_if_conventions_differ,
+)
 from mast.agree.exclusions import Exclusions, _table_exclusions
-from mast.agree.render import ci_text, num
+from mast.agree.render import ci_text, json_safe, num
 from mast.agree.resample import binary_metrics
 from mast.agree.table import (
     MAJORITY,
@@ -180,6 +191,9 @@ class AgreementReport(_Report):
     (:class:`~mast.agree.baselines.AgreementContext`) has what the pooled kappa is printed
     beside: the same macro kappa and interval as the ``macro`` row, coverage, the constant
     and chance baselines on the same cells, and kappa with unknown read as "no".
+    ``conventions`` names each side's 3.2/3.3 convention (``None``: not recorded); when
+    they differ the text leads with a warning and the merged row. ``per_system`` has one row
+    per system (framework) of the compared traces (empty when no source knows systems).
     """
 
     reference_name: str
@@ -198,7 +212,16 @@ class AgreementReport(_Report):
     confidence: float
     ci: str
     context: AgreementContext
+    conventions: dict[str, str | None] = field(default_factory=dict)
+    per_system: pd.DataFrame = field(default_factory=pd.DataFrame)
     _plot_metrics: ClassVar[tuple[str, ...]] = _BINARY_CI
+
+    @property
+    def conventions_differ(self) -> bool:
+        """True when both sides' 3.2/3.3 conventions are known and differ."""
+        return conventions_differ(
+            self.conventions.get("reference"), self.conventions.get("candidate")
+        )
 
     def __repr__(self) -> str:
         p = self.pooled
@@ -228,12 +251,16 @@ class AgreementReport(_Report):
             if self.bootstrap
             else "no bootstrap"
         )
+        differ = self.conventions_differ
+        warning = [f"WARNING: {self.notes[0]}"] if differ and self.notes else []
         return [
+            *warning,
             f"Agreement of {self.candidate_name} with {self.reference_name}: "
             f"{self.n_traces} trace(s) x {len(self.modes)} mode(s) ({self.taxonomy})",
             f"pooled Cohen's kappa = {num(p.kappa)} over {p.n_cells} cells, {boot}; "
             f"Wald {ci_text(p.wald_low, p.wald_high, 3)} treats cells as independent",
             *context_lines(c),
+            convention_header(self._names(), self.conventions),
         ]
 
     def _display(self) -> tuple[list[str], list[list[str]], int]:
@@ -256,7 +283,8 @@ class AgreementReport(_Report):
             "unscored",
         ]
         rows = []
-        for index, r in self.to_frame().iterrows():
+        frame = merged_first(self.to_frame(), self.conventions_differ, VERIFICATION)
+        for index, r in frame.iterrows():
             counts = (
                 "/".join(str(r[c]) for c in ("tp", "fp", "fn", "tn"))
                 if not pd.isna(r["tp"])
@@ -283,6 +311,9 @@ class AgreementReport(_Report):
             )
         return headers, rows, 2
 
+    def _sections(self, fmt: Literal["text", "markdown"]) -> list[str]:
+        return per_system_section(self.per_system, fmt)
+
     def _plot_title(self, metric: str) -> str:
         return (
             f"{metric}: {self.candidate_name} vs {self.reference_name} "
@@ -292,25 +323,12 @@ class AgreementReport(_Report):
     def to_dict(self) -> dict[str, Any]:
         """Everything in the report as JSON-serializable data (NaN becomes ``None``)."""
         sources = {"reference": self.reference_name, "candidate": self.candidate_name}
-        return self._as_dict("agreement", sources, {}, {"context": self.context.to_dict()})
-
-
-def context_lines(c: AgreementContext) -> list[str]:
-    """The lines printed under every pooled kappa: macro, coverage, baselines, unknown-as-no."""
-    level = f"{c.confidence:.0%} CI"
-    coverage = "undef." if c.cells_asked == 0 else f"{c.coverage:.0%}"
-    constant = "{" + ", ".join(c.constant_modes) + "}"
-    return [
-        f"macro kappa = {num(c.macro_kappa)} {level} {ci_text(c.macro_low, c.macro_high, 3)} "
-        f"(mean over the {len(c.macro_modes)} modes with both classes in the reference); "
-        f"coverage {c.cells_scored}/{c.cells_asked} cells asked ({coverage})",
-        f"baselines on the same cells: constant judge flagging {constant} on every trace "
-        f"kappa = {num(c.constant_kappa)}; chance judge at the reference prevalence kappa = "
-        f"{num(c.chance_kappa)} (expected value)",
-        BASELINES_MEANING,
-        f"unknown counted as 'no' ({c.unknown_as_no_cells} cells): pooled kappa = "
-        f"{num(c.unknown_as_no_kappa)}, macro kappa = {num(c.unknown_as_no_macro)}",
-    ]
+        after = {
+            "context": self.context.to_dict(),
+            "conventions": {**self.conventions, "differ": self.conventions_differ},
+            "per_system": json_safe(self.per_system.reset_index().to_dict("records")),
+        }
+        return self._as_dict("agreement", sources, {}, after)
 
 
 def _source_name(source: object, annotator: str | None, given: str | None, default: str) -> str:
@@ -340,6 +358,9 @@ def agreement(
     candidate_name: str | None = None,
     clusters: Mapping[str, Hashable] | None = None,
     resample: Resample = "auto",
+    reference_verification: str | None = None,
+    candidate_verification: str | None = None,
+    systems: Mapping[str, str | None] | None = None,
 ) -> AgreementReport:
     """Agreement of ``candidate`` labels (e.g. an LLM judge) with ``reference`` labels.
 
@@ -372,6 +393,12 @@ def agreement(
     :class:`~mast.agree.stats.UndefinedMetricWarning` listing them; kappa is never reported as
     1.0 for such a mode.  (AC1 and PABAK are 1.0 there by their definition: they measure raw
     agreement.)
+
+    ``reference_verification`` / ``candidate_verification`` name a side's 3.2/3.3
+    convention (``"paper"`` or ``"official"``) when the source does not record it (traces
+    and judge records do). Different conventions give a
+    :class:`~mast.errors.VerificationConventionWarning` and a first note. ``systems`` maps
+    trace ids to systems for ``report.per_system`` (default: from the sources' traces).
 
     >>> import mast
     >>> human = mast.traces.datasets.example_traces()
@@ -531,6 +558,16 @@ def agreement(
             f"the reference is the majority vote of {', '.join(reference.voters)}; "
             f"{tied} tied cell(s) are unknown and left out"
         )
+    conventions = {
+        "reference": reference_verification or source_verification(reference, reference_annotator),
+        "candidate": candidate_verification or source_verification(candidate, candidate_annotator),
+    }
+    differ = warn_if_conventions_differ(
+        {"reference": ref_name, "candidate": cand_name}, conventions
+    )
+    if differ:
+        notes.insert(0, differ)
+    known = {**source_systems(candidate), **source_systems(reference), **(systems or {})}
     return AgreementReport(
         reference_name=ref_name,
         candidate_name=cand_name,
@@ -548,6 +585,8 @@ def agreement(
         confidence=float(confidence),
         ci=ci,
         context=context,
+        conventions=conventions,
+        per_system=per_system_frame(ids, known, r_vals, c_vals, codes),
     )
 
 

@@ -386,13 +386,18 @@ class _Report:
     def _names(self) -> dict[str, str]:
         return {}
 
+    def _sections(self, fmt: Literal["text", "markdown"]) -> list[str]:
+        """Further tables printed after the per-mode table (e.g. per system)."""
+        return []
+
     def _render(self, fmt: Literal["text", "markdown"]) -> str:
         headers, rows, left = self._display()
         lines = self._headline()
         body = table(headers, rows, fmt=fmt, left=left)
         excluded = self.excluded.lines(self._names()) or ["nothing"]
         bullet = "- " if fmt == "markdown" else "  "
-        parts = ["\n".join(lines), body, "Excluded (left out, never counted as 'no'):"]
+        parts = ["\n".join(lines), body, *self._sections(fmt)]
+        parts.append("Excluded (left out, never counted as 'no'):")
         parts[-1] += "\n" + "\n".join(bullet + line for line in excluded)
         if self.notes:
             parts.append("Notes:\n" + "\n".join(bullet + note for note in self.notes))

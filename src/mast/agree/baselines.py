@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mast.agree.render import ci_text, num
 from mast.agree.resample import FloatArray, binary_metrics, bootstrap_intervals
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "agreement_context",
     "chance_baseline",
     "constant_baseline",
+    "context_lines",
     "macro_mean",
     "macro_modes",
     "onehot_cells",
@@ -282,3 +284,21 @@ def _units(cells: FloatArray, clusters: Sequence[int] | None) -> FloatArray:
     out = np.zeros((int(index.max()) + 1 if len(index) else 0, *cells.shape[1:]))
     np.add.at(out, index, cells)
     return out
+
+
+def context_lines(c: AgreementContext) -> list[str]:
+    """The lines printed under every pooled kappa: macro, coverage, baselines, unknown-as-no."""
+    level = f"{c.confidence:.0%} CI"
+    coverage = "undef." if c.cells_asked == 0 else f"{c.coverage:.0%}"
+    constant = "{" + ", ".join(c.constant_modes) + "}"
+    return [
+        f"macro kappa = {num(c.macro_kappa)} {level} {ci_text(c.macro_low, c.macro_high, 3)} "
+        f"(mean over the {len(c.macro_modes)} modes with both classes in the reference); "
+        f"coverage {c.cells_scored}/{c.cells_asked} cells asked ({coverage})",
+        f"baselines on the same cells: constant judge flagging {constant} on every trace "
+        f"kappa = {num(c.constant_kappa)}; chance judge at the reference prevalence kappa = "
+        f"{num(c.chance_kappa)} (expected value)",
+        BASELINES_MEANING,
+        f"unknown counted as 'no' ({c.unknown_as_no_cells} cells): pooled kappa = "
+        f"{num(c.unknown_as_no_kappa)}, macro kappa = {num(c.unknown_as_no_macro)}",
+    ]

@@ -91,8 +91,14 @@ class LabelSet(Mapping[str, FailureVector]):
         voters: Sequence[str] = (),
         ties: Mapping[str, Sequence[str]] | None = None,
         blocks: Mapping[str, str] | None = None,
+        verifications: Iterable[str] = (),
+        systems: Mapping[str, str | None] | None = None,
     ) -> None:
         self.annotator = annotator
+        # The 3.2/3.3 conventions the labels were given in (mast.agree.conventions), and
+        # each trace's system (framework), when the labels came from traces.
+        self.verifications: tuple[str, ...] = tuple(sorted(set(verifications)))
+        self.systems: dict[str, str | None] = dict(systems or {})
         # Duplicated label blocks of the traces these labels came from (trace id -> first id
         # of its group; see mast.agree.blocks.block_map); None: not known (a plain mapping).
         self.blocks: dict[str, str] | None = None if blocks is None else dict(blocks)
@@ -143,6 +149,7 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
     versions: dict[str, str | None] = {}
     unmapped: dict[str, dict[str, bool | None]] = {}
     missing: list[str] = []
+    conventions: set[str] = set()
     for trace in traces:
         if annotator not in trace.labels:
             missing.append(trace.id)
@@ -150,6 +157,8 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
         vectors[trace.id] = trace.labels[annotator]
         source = trace.label_sources.get(annotator)
         versions[trace.id] = source.taxonomy_version if source else None
+        if source and source.verification:
+            conventions.add(source.verification)
         if source and source.unmapped:
             unmapped[trace.id] = dict(source.unmapped)
     return LabelSet(
@@ -159,6 +168,8 @@ def labels_of(traces: Iterable[Trace], annotator: str) -> LabelSet:
         unmapped=unmapped,
         missing=missing,
         blocks=block_map(traces),
+        verifications=conventions,
+        systems={t.id: t.system for t in traces if t.id in vectors},
     )
 
 
@@ -228,10 +239,14 @@ def majority_of(traces: Iterable[Trace], annotators: Sequence[str] | None = None
     items = list(traces)
     chosen = list(annotators) if annotators is not None else human_annotators(items)
     vote = majority_vote({a: labels_of(items, a) for a in chosen})
+    conventions: set[str] = set()
     for trace in items:
         found = [trace.label_sources[a] for a in chosen if a in trace.label_sources]
         if trace.id in vote and found:
             vote.versions[trace.id] = found[0].taxonomy_version
+            conventions |= {s.verification for s in found if s.verification}
+            vote.systems[trace.id] = trace.system
+    vote.verifications = tuple(sorted(conventions))
     vote.blocks = block_map(items)
     return vote
 

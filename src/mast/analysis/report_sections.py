@@ -495,6 +495,7 @@ def _agreement(
     resample: Any = "auto",
 ) -> _Section:
     from mast.agree import BASELINES_MEANING, agreement
+    from mast.agree.conventions import convention_header, merged_first
     from mast.errors import MastError
 
     section = _Section(f"Agreement with {name}", "agreement")
@@ -523,7 +524,11 @@ def _agreement(
         )
         if rep.n_traces:
             section.figures.append((f"Agreement per mode: {run}", _png(rep.plot())))
-        frame = rep.to_frame()
+        differ = rep.conventions_differ
+        if differ:  # said first: the per-mode 3.2/3.3 rows compare different meanings
+            section.notes.insert(0, f"{run}: WARNING: {rep.notes[0]}")
+        section.notes.append(f"{run}: {convention_header(rep._names(), rep.conventions)}")
+        frame = merged_first(rep.to_frame(), differ)
         section.tables.append(
             (
                 f"{run} against {name}",
@@ -549,5 +554,13 @@ def _agreement(
                 ),
             )
         )
+        if not rep.per_system.empty:
+            cols = ["traces", "cells", "kappa", "macro_kappa", "ac1", "accuracy"]
+            rows = [
+                [str(system), *(_num(r[c], 0 if k < 2 else 2) for k, c in enumerate(cols))]
+                for system, r in rep.per_system.iterrows()
+            ]
+            head = ["system", "traces", "cells", "kappa", "macro kappa", "AC1", "accuracy"]
+            section.tables.append((f"{run} against {name}, per system", _Table(head, rows, 1)))
         section.notes += [f"{run}: excluded: {line}" for line in rep.excluded.lines()]
     return section

@@ -137,9 +137,15 @@ class ValidationReport:
         if self.cost_unknown:
             cost += f" (+ {self.cost_unknown} annotation(s) of unknown cost)"
         out = [f"# Can `{self.model}` be trusted? Validation on {self.dataset}", ""]
+        majority = self.majority
+        if majority.conventions_differ:  # said first: per-mode 3.2/3.3 rows mean different things
+            out += [f"**Warning:** {majority.notes[0]}", ""]
         out += [f"{self.n_traces} human-labelled traces; {self.answer} answers; {cost}."]
         if self.results_path:
             out[-1] += f" Annotations: `{self.results_path}` (a rerun resumes from it)."
+        judge_side = majority.conventions.get("candidate") or "not recorded"
+        human_side = majority.conventions.get("reference") or "not recorded"
+        out += ["", f"3.2/3.3 convention: judge {judge_side}; human labels {human_side}."]
         out.append("")
         if self.duplicate_groups:
             text = describe_duplicates(
@@ -176,7 +182,7 @@ class ValidationReport:
                 "",
             ]
         out += [
-            "## Per mode against the majority (with the merged 3.2 ∨ 3.3 row)",
+            "## Per mode and per system against the majority (with the merged 3.2 ∨ 3.3 row)",
             "",
             self.majority.to_markdown(),
             "",
@@ -205,6 +211,11 @@ class ValidationReport:
                 "dataset": self.dataset,
                 "n_traces": self.n_traces,
                 "summary": self.summary_rows(),
+                "conventions": {
+                    **self.majority.conventions,
+                    "differ": self.majority.conventions_differ,
+                },
+                "per_system": self.majority.per_system.reset_index().to_dict("records"),
                 "duplicate_groups": self.duplicate_groups,
                 "n_blocks": self.n_blocks,
                 "resampling": self.resampling,

@@ -88,6 +88,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--ci", choices=["percentile", "bca"], default="percentile", help="bootstrap interval"
     )
     p.add_argument("--taxonomy", metavar="YAML", help="a custom taxonomy (default: MAST)")
+    for side in ("reference", "candidate"):
+        p.add_argument(
+            f"--{side}-verification",
+            choices=["paper", "official"],
+            default=None,
+            help=f"3.2/3.3 convention of --{side} when its file does not record it (tables): "
+            "'paper' (3.2 No or Incomplete, 3.3 Incorrect) or 'official' (3.2 Weak, 3.3 No or "
+            "Incorrect Verification)",
+        )
     p.add_argument(
         "--format", choices=["table", "markdown", "json"], default="table", help="output format"
     )
@@ -219,6 +228,8 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
                 reference_name=ref.name,
                 candidate_name=name,
                 resample=args.resample,
+                reference_verification=args.reference_verification,
+                candidate_verification=args.candidate_verification,
                 **_options(args),
             )
             for name, source in candidates.items()
