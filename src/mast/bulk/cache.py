@@ -1,9 +1,10 @@
 """An on-disk cache of model answers (SQLite), so that no call is paid for twice.
 
-The key is what changes the answer: the provider, the request body the provider would
-send (model, sampling parameters, output schema and the rendered prompt, whose hash is kept
-as well) and the taxonomy version — never transport settings such as the server URL, the
-timeout or the API key. The cache stores the **raw answer text and its token usage**, not
+The key is what changes the answer: the provider, the server that answers (its endpoint,
+unless it is the provider's own public one), the request body the provider would send
+(model, sampling parameters, output schema and the rendered prompt, whose hash is kept as
+well) and the taxonomy version — never transport settings such as the timeout or the API
+key. The cache stores the **raw answer text and its token usage**, not
 the parsed verdict, so re-annotating after a parser fix reads the stored answers again
 instead of calling the API.
 
@@ -99,12 +100,16 @@ def cache_key(
     taxonomy: str,
     prompt_hash: str = "",
     sample: int = 0,
+    endpoint: str | None = None,
 ) -> str:
     """The cache key (64 hex digits) of one request.
 
     ``body`` is the request as the provider sends it (``Provider.request_body``); it holds
     the model, the sampling parameters, the output schema and the messages. ``sample``
     tells repeated judgments of one request apart (0, the first, keeps the plain key).
+    ``endpoint`` is the server the request goes to, ``None`` for the provider's own public
+    server (which keeps the keys made before endpoints were keyed): a local stub's answers
+    are never served for the real API.
 
     >>> k = cache_key(provider="openai", body={"model": "m", "messages": []}, taxonomy="MAST 1.0")
     >>> len(k), k == cache_key(provider="openai", body={"messages": [], "model": "m"},
@@ -118,6 +123,8 @@ def cache_key(
         "prompt_hash": prompt_hash,
         "body": body,
     }
+    if endpoint is not None:
+        payload["endpoint"] = endpoint
     if sample:
         # Independent judgment number `sample` of the same request (Judge(samples=K)):
         # its own entry, so that K samples are K calls, each cached and billed once.

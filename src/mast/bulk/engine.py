@@ -166,6 +166,7 @@ class _Runner:
             taxonomy=self.judge.taxonomy.label,
             prompt_hash=prompt.prompt_hash,
             sample=self.judge.sample,
+            endpoint=None if provider.default_endpoint else provider.endpoint,
         )
 
     def price(self, usage: Usage, *, batch: bool = False) -> float | None:

@@ -22,7 +22,8 @@ from mast.judge.verdict import Finding
 
 T = TypeVar("T")
 
-# Settings that do not change an answer: left out of the resume key.
+# Settings that do not change an answer: left out of the resume key ("base_url" is what
+# the user typed; the server it names is in "endpoint").
 _NOT_IN_CONFIG_HASH = ("mast_version", "base_url")
 
 
@@ -36,6 +37,10 @@ def config_hash(judge: Judge) -> str:
     True
     """
     info = {k: v for k, v in judge.describe().items() if k not in _NOT_IN_CONFIG_HASH}
+    if judge.provider is not None and judge.provider.default_endpoint:
+        # The provider's own server keys as before endpoints were recorded (old records
+        # resume); any other server (base_url=, OPENAI_BASE_URL, …) keys apart.
+        info.pop("endpoint", None)
     text = json.dumps(info, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

@@ -295,6 +295,9 @@ class Judge:
         )
         if self.base_url is not None:
             info["base_url"] = safe_url(self.base_url)
+        # The server that answers, however it was chosen (base_url=, the SDK's variable,
+        # its default): a stub and the real API never share records or cached answers.
+        info["endpoint"] = self._provider.endpoint
         # Only what changes answers, and only when it does: older records still resume.
         if self.ungrounded == "unknown":
             info["ungrounded"] = "unknown"

@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import os
 import time
+import urllib.parse
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -81,6 +82,31 @@ def import_sdk(module: str, install: str) -> ModuleType:
         ) from exc
 
 
+def endpoint_of(url: str | None) -> str | None:
+    """``url`` as an endpoint: lower-case scheme and host, the port unless it is the scheme's
+    default, the path without a trailing slash; user, password, query and fragment dropped.
+
+    >>> endpoint_of("HTTPS://bot:pw@Proxy.Example:443/v1/?key=abc")
+    'https://proxy.example/v1'
+    >>> endpoint_of("http://127.0.0.1:8080")
+    'http://127.0.0.1:8080'
+    """
+    if not url:
+        return None
+    parts = urllib.parse.urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None and (scheme, port) not in (("http", 80), ("https", 443)):
+        host += f":{port}"
+    return urllib.parse.urlunsplit((scheme, host, parts.path.rstrip("/"), "", ""))
+
+
 class Provider(ABC):
     """Base class of the model providers (``openai``, ``anthropic``, …).
 
@@ -93,13 +119,20 @@ class Provider(ABC):
     sdk: ClassVar[str]
     env_var: ClassVar[str]
     install: ClassVar[str]
+    endpoint_env: ClassVar[str | None] = None
+    """The environment variable the SDK reads its server URL from (e.g. ``OPENAI_BASE_URL``)."""
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None) -> None:
         # Fail when the judge is made, not on the first trace of a long run.
         import_sdk(self.sdk, self.install)
         self.base_url = base_url
+        # The server is resolved once, here, as the SDK would (argument, its environment
+        # variable, its default), and handed to the SDK explicitly: what is recorded and
+        # keyed is then what answers, even if the variable changes later.
+        from_env = os.environ.get(self.endpoint_env) if self.endpoint_env else None
+        self.url: str | None = base_url or from_env or self.default_url()
         key = api_key or os.environ.get(self.env_var) or None
-        if key is None and base_url is not None:
+        if key is None and self.url is not None and not self.default_endpoint:
             # Local OpenAI-compatible servers (vLLM, Ollama) often need no key, but the SDKs
             # refuse to start without one: send an obvious placeholder.
             key = "no-key-needed"
@@ -135,6 +168,24 @@ class Provider(ABC):
         return (
             f"{type(self).__name__}(base_url={self.base_url!r}, api_key={mask_key(self.__api_key)})"
         )
+
+    def default_url(self) -> str | None:
+        """The server the SDK talks to when neither ``base_url`` nor its variable is set."""
+        return None
+
+    @property
+    def endpoint(self) -> str | None:
+        """The server this provider calls, as recorded: scheme, host, port and path, never
+        credentials or a query (see :func:`endpoint_of`)."""
+        return endpoint_of(self.url)
+
+    @property
+    def default_endpoint(self) -> bool:
+        """Whether :attr:`endpoint` is the provider's own public default (it is then left out
+        of cache keys and config hashes, so that records made before endpoints were
+        recorded still resume)."""
+        default = self.default_url()
+        return default is not None and endpoint_of(default) == self.endpoint
 
     def credentials(self) -> list[str]:
         """Every secret this provider sends with a request: the key (a provider that sends

@@ -49,12 +49,14 @@ class AnthropicProvider(Provider):
     sdk = "anthropic"
     env_var = "ANTHROPIC_API_KEY"
     install = "pip install anthropic"
+    endpoint_env = "ANTHROPIC_BASE_URL"
+
+    def default_url(self) -> str | None:
+        return "https://api.anthropic.com"
 
     def _make_client(self) -> Any:
         anthropic = import_sdk("anthropic", self.install)
-        return anthropic.AsyncAnthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0
-        )
+        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self.url, max_retries=0)
 
     def effective_temperature(self, config: CallConfig) -> float | None:
         return None

@@ -37,6 +37,10 @@ class AzureOpenAIProvider(OpenAIProvider):
     sdk = "openai"
     env_var = "AZURE_OPENAI_API_KEY"
     install = "pip install openai"
+    endpoint_env = "AZURE_OPENAI_ENDPOINT"
+
+    def default_url(self) -> str | None:
+        return None  # every Azure resource has its own endpoint
 
     def __init__(
         self,
@@ -69,7 +73,7 @@ class AzureOpenAIProvider(OpenAIProvider):
     def _make_client(self) -> Any:
         openai = import_sdk("openai", self.install)
         options: dict[str, Any] = {
-            "azure_endpoint": self.base_url,
+            "azure_endpoint": self.url,
             "api_version": self.api_version,
             "max_retries": 0,
         }

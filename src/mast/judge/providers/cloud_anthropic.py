@@ -56,6 +56,10 @@ class BedrockProvider(_CloudAnthropic):
     sdk = "anthropic"
     env_var = "AWS_BEARER_TOKEN_BEDROCK"
     install = 'pip install "mast-annotator[bedrock]"'
+    endpoint_env = "ANTHROPIC_BEDROCK_BASE_URL"
+
+    def default_url(self) -> str | None:
+        return f"https://bedrock-runtime.{self.region}.amazonaws.com"
 
     def __init__(
         self, *, api_key: str | None = None, base_url: str | None = None, region: str | None = None
@@ -72,8 +76,8 @@ class BedrockProvider(_CloudAnthropic):
     def _make_client(self) -> Any:
         anthropic = import_sdk("anthropic", self.install)
         options: dict[str, Any] = {"aws_region": self.region, "max_retries": 0}
-        if self.base_url:
-            options["base_url"] = self.base_url
+        if self.url:
+            options["base_url"] = self.url
         if self._bedrock_key:
             options["api_key"] = self._bedrock_key
         return anthropic.AsyncAnthropicBedrock(**options)
@@ -87,6 +91,13 @@ class VertexProvider(_CloudAnthropic):
     sdk = "anthropic"
     env_var = "ANTHROPIC_VERTEX_PROJECT_ID"
     install = 'pip install "mast-annotator[vertex]"'
+    endpoint_env = "ANTHROPIC_VERTEX_BASE_URL"
+
+    def default_url(self) -> str | None:
+        # As the SDK builds it from the region.
+        if self.region == "global":
+            return "https://aiplatform.googleapis.com/v1"
+        return f"https://{self.region}-aiplatform.googleapis.com/v1"
 
     def __init__(
         self,
@@ -124,8 +135,8 @@ class VertexProvider(_CloudAnthropic):
             "project_id": self.project_id,
             "max_retries": 0,
         }
-        if self.base_url:
-            options["base_url"] = self.base_url
+        if self.url:
+            options["base_url"] = self.url
         if self._access_token:
             options["access_token"] = self._access_token
         return anthropic.AsyncAnthropicVertex(**options)

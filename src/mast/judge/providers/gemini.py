@@ -15,7 +15,7 @@ endpoint (default ``https://generativelanguage.googleapis.com/v1beta/openai/``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from mast.judge.providers._base import import_sdk
 from mast.judge.providers.openai import OpenAIProvider
@@ -35,11 +35,14 @@ class GeminiProvider(OpenAIProvider):
         key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         super().__init__(api_key=key or None, base_url=base_url)
 
+    endpoint_env: ClassVar[str | None] = None  # the openai SDK's OPENAI_BASE_URL is not Gemini's server
+
+    def default_url(self) -> str | None:
+        return ENDPOINT
+
     def _make_client(self) -> Any:
         openai = import_sdk("openai", self.install)
-        return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url or ENDPOINT, max_retries=0
-        )
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.url, max_retries=0)
 
     def request_body(self, prompt: Any, config: Any) -> dict[str, Any]:
         body = super().request_body(prompt, config)

@@ -9,11 +9,14 @@ because compatible servers may ignore the request. Reasoning models (o1/o3/o4, g
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from mast.judge.prompts import Prompt
 from mast.judge.providers._base import CallConfig, Completion, Provider, import_sdk
 from mast.judge.usage import Usage
+
+DEFAULT_URL = "https://api.openai.com/v1"
+"""The OpenAI SDK's server when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set."""
 
 # o1, o3, o4-mini, gpt-5, gpt-5-mini, gpt-5.4 … (optionally behind an "org/" prefix).
 _REASONING = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
@@ -35,10 +38,14 @@ class OpenAIProvider(Provider):
     sdk = "openai"
     env_var = "OPENAI_API_KEY"
     install = "pip install openai"
+    endpoint_env: ClassVar[str | None] = "OPENAI_BASE_URL"
+
+    def default_url(self) -> str | None:
+        return DEFAULT_URL
 
     def _make_client(self) -> Any:
         openai = import_sdk("openai", self.install)
-        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0)
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.url, max_retries=0)
 
     def effective_temperature(self, config: CallConfig) -> float | None:
         return None if is_reasoning_model(config.model) else config.temperature
@@ -67,9 +74,10 @@ class OpenAIProvider(Provider):
                     "strict": True,
                 },
             }
-        if self.base_url is None:
+        if self.default_endpoint:
             # Routes requests sharing our static prefix to the same cache (api.openai.com
-            # only: compatible servers may reject unknown fields).
+            # only: compatible servers, also one named by OPENAI_BASE_URL, may reject
+            # unknown fields).
             body["prompt_cache_key"] = f"mast-{prompt.static_prefix_hash[:32]}"
         return body
 
