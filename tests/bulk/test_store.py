@@ -38,6 +38,34 @@ def ann(trace_id: str, status: str = "ok", config: str = "cfg1", **kw: object) -
     )
 
 
+def test_compaction_keeps_unreadable_lines_and_the_money_spent(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    with ResultsStore(path) as store:
+        store.append(ann("a", "error"))
+        store.append(ann("b"))
+    with open(path, "a", encoding="utf-8") as handle:  # a record of a newer layout
+        handle.write(json.dumps({"schema_version": 99, "trace_id": "z", "status": "ok"}) + "\n")
+    with ResultsStore(path) as store:
+        assert store.spent_usd == pytest.approx(0.002)
+        store.append(ann("a"))  # redone: supersedes the failure, and costs again
+        store.append(ann("a"))  # and once more
+        assert store.spent_usd == pytest.approx(0.004)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["trace_id"], r["status"]) for r in lines] == [("a", "ok"), ("b", "ok"), ("z", "ok")]
+    ledger = json.loads((tmp_path / "r.jsonl.spent.json").read_text())
+    assert ledger["carried_usd"] == pytest.approx(0.002)  # the two superseded records
+    assert ledger["spent_usd"] == pytest.approx(0.004)
+    with ResultsStore(path) as store:
+        assert store.spent_usd == pytest.approx(0.004)  # across the compaction
+        assert store.skipped_lines == 1
+    # Nothing to compact and nothing appended: the file is left alone.
+    assert [json.loads(line)["trace_id"] for line in path.read_text().splitlines()] == [
+        "a",
+        "b",
+        "z",
+    ]
+
+
 def test_round_trip_and_top_level_fields(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "results.jsonl"
     with ResultsStore(path) as store:
@@ -63,13 +91,17 @@ def test_latest_record_per_key_wins_but_keeps_first_position(tmp_path: Path) -> 
         store.append(ann("a", config="other"))  # another judge: another key
         assert store.get("a", "cfg1").status == "ok"  # type: ignore[union-attr]
         assert store.get("zzz", "cfg1") is None
+        # While the run goes on the superseded line is there, and skipped on read.
+        assert len(read_annotations(path, latest=False)) == 4
+        assert len(read_annotations(path)) == 3
     latest = read_annotations(path)
     assert [(a.trace_id, a.status, record_key(a)[1]) for a in latest] == [
         ("a", "ok", "cfg1"),
         ("b", "ok", "cfg1"),
         ("a", "ok", "other"),
     ]
-    assert len(read_annotations(path, latest=False)) == 4
+    # Closing compacted the file: one line per key, the latest at the first one's place.
+    assert read_annotations(path, latest=False) == latest
     with ResultsStore(path) as store:  # reopening indexes the same way
         assert len(store) == 3
 

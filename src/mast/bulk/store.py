@@ -8,8 +8,10 @@ line is written in one call, flushed and fsynced before the runner moves on (or,
 moment later, see :mod:`mast.bulk.syncer`). A process
 killed mid-write leaves at most a torn last line: readers ignore it, and opening the file
 for writing again completes it (if it is a whole record) or cuts it off, so the file stays
-appendable. Nothing is ever rewritten in place; a record written later for the same key
-(``--retry-failed``) supersedes the earlier one when reading.
+appendable. A record written later for the same key (``--retry-failed``) supersedes the earlier one
+when reading, and when the store closes the file is compacted to one line per key (written
+beside it and renamed over it, so a crash leaves the old file or the new one; see
+:mod:`mast.bulk.store_compact`, which also keeps the money spent so far beside the file).
 
 >>> import tempfile, pathlib
 >>> from mast.traces.model import FailureVector
@@ -38,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from mast.bulk.store_compact import compact_lines, read_ledger, write_ledger
 from mast.bulk.syncer import BackgroundSync
 from mast.errors import MastError
 from mast.judge.annotation import SCHEMA_VERSION, Annotation
@@ -88,22 +91,25 @@ def _parse(line: bytes) -> Annotation:
     return Annotation.model_validate(record)
 
 
-def _records(path: Path) -> Iterator[tuple[int, Annotation | Exception, bool]]:
-    """``(line number, record or error, is the torn last line)`` for each line."""
+def _records(path: Path) -> Iterator[tuple[int, int, int, Annotation | Exception, bool]]:
+    """``(line number, byte offset, bytes with the newline, record or error, is the torn
+    last line)`` for each line that is not blank."""
     with open(path, "rb") as handle:
         data = handle.read()
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")
     if not torn_tail:
         lines.pop()  # the empty string after the final newline
+    offset = 0
     for number, line in enumerate(lines, start=1):
+        here, offset = offset, offset + len(line) + 1
         last = number == len(lines)
         if not line.strip():
             continue
         try:
-            yield number, _parse(line), False
+            yield number, here, len(line) + 1, _parse(line), False
         except (ValueError, ValidationError) as exc:
-            yield number, exc, last and torn_tail
+            yield number, here, len(line) + 1, exc, last and torn_tail
 
 
 def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotation]:
@@ -134,7 +140,7 @@ def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotatio
 def _read_file(path: Path, latest: bool) -> list[Annotation]:
     found: dict[RecordKey, Annotation] = {}
     every: list[Annotation] = []
-    for number, item, torn in _records(path):
+    for number, _offset, _size, item, torn in _records(path):
         if isinstance(item, Exception):
             if not torn:
                 warnings.warn(
@@ -237,7 +243,12 @@ class ResultsStore:
     """
 
     def __init__(
-        self, path: str | Path, *, fsync: bool = True, background_fsync: bool = False
+        self,
+        path: str | Path,
+        *,
+        fsync: bool = True,
+        background_fsync: bool = False,
+        compact: bool = True,
     ) -> None:
         self.path = Path(path)
         self._fsync = fsync
@@ -247,6 +258,14 @@ class ResultsStore:
         self.skipped_lines = 0
         """Unreadable lines in the middle of the file (ignored)."""
         self._index: dict[RecordKey, Annotation] = {}
+        # Where each key's lines are, for the compaction at close (byte offsets).
+        self._first: dict[RecordKey, int] = {}
+        self._latest: dict[RecordKey, tuple[int, int]] = {}
+        self._drop: set[int] = set()
+        self._in_file_usd = 0.0  # cost of every record line in the file, superseded too
+        self._superseded_usd = 0.0  # of those, lines a compaction removes
+        self._appended = 0
+        self._compact = compact
         created = not self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -313,11 +332,26 @@ class ResultsStore:
         self._flush()
 
     def _load(self) -> None:
-        for _number, item, _torn in _records(self.path):
+        for _number, offset, size, item, _torn in _records(self.path):
             if isinstance(item, Exception):
                 self.skipped_lines += 1
                 continue
-            self._index[record_key(item)] = item
+            self._remember(item, offset, size)
+
+    def _remember(self, item: Annotation, offset: int, length: int) -> None:
+        """Index ``item``, the line of ``length`` bytes at ``offset``; a key seen before
+        makes its earlier line superseded (compacted away when the store closes)."""
+        key = record_key(item)
+        prior = self._index.get(key)
+        if prior is None:
+            self._first[key] = offset
+        else:
+            # Not the key's first line: the latest line is written at the first one's place.
+            self._superseded_usd += prior.cost_usd or 0.0
+            self._drop.add(offset)
+        self._in_file_usd += item.cost_usd or 0.0
+        self._latest[key] = (offset, length)
+        self._index[key] = item
 
     def _flush(self) -> None:
         self._file.flush()
@@ -342,14 +376,42 @@ class ResultsStore:
         if self._syncer is not None and self._syncer.error is not None:
             raise self._syncer.error
         line = annotation.model_dump_json().encode("utf-8") + b"\n"
-        self._file.seek(0, os.SEEK_END)
+        offset = self._file.seek(0, os.SEEK_END)
         self._file.write(line)
         if self._syncer is not None:
             self._file.flush()  # a killed process loses nothing from here on
             self._syncer.request()
         else:
             self._flush()
-        self._index[record_key(annotation)] = annotation
+        self._appended += 1
+        self._remember(annotation, offset, len(line))
+
+    @property
+    def spent_usd(self) -> float:
+        """USD charged to the records of this results file by every run so far: the
+        records in it (superseded ones too) plus those compacted away (the ledger beside
+        it, see :mod:`mast.bulk.store_compact`). Records of unknown cost count 0."""
+        return read_ledger(self.path).carried_usd + self._in_file_usd
+
+    def _housekeeping(self) -> None:
+        """At close: one line per key, and the money spent recorded beside the file."""
+        if not (self._appended or (self._compact and self._drop)):
+            return
+        carried = read_ledger(self.path).carried_usd
+        compacting = self._compact and bool(self._drop)
+        if compacting:
+            carried += self._superseded_usd
+        write_ledger(
+            self.path,
+            carried_usd=carried,
+            in_file_usd=self._in_file_usd - (self._superseded_usd if compacting else 0.0),
+            records=len(self._index),
+        )
+        if compacting:
+            # After the ledger: a crash between the two counts the superseded lines'
+            # money twice (a budget stops early), never not at all.
+            replace = {self._first[k]: where for k, where in self._latest.items()}
+            compact_lines(self.path, self._drop, replace)
 
     def close(self) -> None:
         """Make every record durable, release the lock and close the file."""
@@ -360,6 +422,16 @@ class ResultsStore:
                 self._syncer.close()
                 with contextlib.suppress(OSError):  # a full disk showed at append already
                     self._flush()
+            try:
+                self._housekeeping()  # still holding the lock
+            except (OSError, MastError) as exc:
+                warnings.warn(
+                    f"{self.path}: could not compact the results file or record the money "
+                    f"spent beside it ({exc}); every record is kept, superseded lines are "
+                    "skipped when reading",
+                    ResultsFileWarning,
+                    stacklevel=2,
+                )
         finally:
             self._file.close()
 

@@ -1,0 +1,125 @@
+"""Housekeeping of a results file: one line per key after a rerun, and money spent so far.
+
+**Compaction.** A rerun that redoes a failure appends the new record; the superseded line
+stays until the store closes, when the file is rewritten with one line per key (the latest
+record at the place of the first, as :func:`~mast.bulk.store.read_annotations` reads it).
+The rewrite goes to a temporary file beside it, is fsynced and renamed over the original,
+so a crash leaves either the old file or the new one, never half of one; lines this mast
+cannot read (a newer layout, damage) are copied as they are. It streams: memory holds the
+offsets of the lines, never the file.
+
+**Spent so far.** A budget can hold for a results file across reruns, so the money its
+records cost is counted: the costs of the records in the file, plus what records removed
+by compactions had cost (``carried_usd``, kept in ``<results>.spent.json`` beside it,
+written before the compacted file replaces the old one: a crash in between counts that
+money twice, which can only stop a budget early, never let it overrun).
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+>>> read_ledger(path).carried_usd
+0.0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from mast.errors import MastError
+
+__all__ = ["Ledger", "compact_lines", "ledger_path", "read_ledger", "write_ledger"]
+
+
+def ledger_path(results: Path) -> Path:
+    """``<results>.spent.json``: spent so far, beside the results file."""
+    return results.with_name(results.name + ".spent.json")
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What the side file says: the cost of records no longer in the results file."""
+
+    carried_usd: float = 0.0
+
+
+def read_ledger(results: Path) -> Ledger:
+    """The ledger beside ``results`` (an empty one when there is none)."""
+    path = ledger_path(results)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        carried = float(data.get("carried_usd", 0.0))
+    except FileNotFoundError:
+        return Ledger()
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise MastError(
+            f"cannot read {path} (money spent by earlier runs of {results.name}): {exc}; "
+            "restore it, or delete it to count only the records now in the results file"
+        ) from exc
+    return Ledger(carried_usd=carried)
+
+
+def write_ledger(results: Path, *, carried_usd: float, in_file_usd: float, records: int) -> None:
+    """Write the ledger beside ``results`` (temporary file, fsync, rename)."""
+    path = ledger_path(results)
+    payload = {
+        "spent_usd": round(carried_usd + in_file_usd, 10),
+        "carried_usd": round(carried_usd, 10),
+        "in_file_usd": round(in_file_usd, 10),
+        "records": records,
+        "updated_at": datetime.now(timezone.utc).isoformat(),
+        "about": "USD charged to records of this results file (carried_usd: of records "
+        "superseded and compacted away); a budget of scope 'file' counts it",
+    }
+    _atomic_write(path, [json.dumps(payload, indent=1).encode("utf-8") + b"\n"])
+
+
+def compact_lines(path: Path, drop: set[int], latest: dict[int, tuple[int, int]]) -> None:
+    """Rewrite ``path`` with one line per key, streaming.
+
+    ``drop`` holds the byte offsets of lines superseded by a later line of their key (and
+    not the key's first line); ``latest`` maps the offset of a key's first line to the
+    ``(offset, length)`` of its latest line, written in its place. Every other line
+    (unreadable ones included) is copied as it is.
+    """
+    with open(path, "rb") as source, open(path, "rb") as lookup:
+
+        def lines() -> Iterable[bytes]:
+            offset = 0
+            for line in source:
+                here, offset = offset, offset + len(line)
+                if here in drop:
+                    continue
+                target = latest.get(here)
+                if target is None or target[0] == here:
+                    yield line
+                else:
+                    lookup.seek(target[0])
+                    yield lookup.read(target[1])
+
+        _atomic_write(path, lines())
+
+
+def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself durable (POSIX)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
