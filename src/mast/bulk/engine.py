@@ -157,8 +157,7 @@ class _Runner:
 
     # ------------------------------------------------------------------ the call hook
     def key(self, prompt: Prompt) -> str:
-        provider = self.judge.provider
-        config = self.judge.call_config
+        provider, config = self.judge.provider, self.judge.call_config
         assert provider is not None and config is not None
         return cache_key(
             provider=self.judge.provider_name,

@@ -35,7 +35,8 @@ class GeminiProvider(OpenAIProvider):
         key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         super().__init__(api_key=key or None, base_url=base_url)
 
-    endpoint_env: ClassVar[str | None] = None  # the openai SDK's OPENAI_BASE_URL is not Gemini's server
+    # The openai SDK's OPENAI_BASE_URL names an OpenAI server, not Gemini's.
+    endpoint_env: ClassVar[str | None] = None
 
     def default_url(self) -> str | None:
         return ENDPOINT
