@@ -120,8 +120,8 @@ _LAZY = {name: module for module, names in _OWNERS.items() for name in names.spl
 
 # Submodules reachable as attributes (`mast.traces.datasets…`) before anything imported them.
 _SUBMODULES = frozenset(
-    ["agree", "analysis", "bulk", "cli", "datasets", "distributed", "judge", "label", "plots",
-     "redact", "report", "stats", "taxonomy", "traces"]
+    ["agree", "analysis", "bulk", "cli", "datasets", "distributed", "export", "judge", "label",
+     "plots", "redact", "report", "stats", "taxonomy", "traces"]
 )  # fmt: skip
 
 

@@ -96,10 +96,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Export judged results: 'otel' writes one gen_ai.evaluation.result event per "
             "judged mode (OTLP JSON file or an OTLP/HTTP endpoint; needs the [otel] extra), "
-            "'csv' and 'parquet' one row per annotation."
+            "'csv' and 'parquet' one row per annotation; 'phoenix', 'langfuse' and "
+            "'langsmith' one score per judged mode on the evaluated span (the [phoenix], "
+            "[langfuse], [langsmith] extras); 'inspect' sample scores into an .eval log."
         ),
     )
-    kinds = p.add_subparsers(dest="kind", required=True, metavar="{otel,csv,parquet}")
+    kinds = p.add_subparsers(
+        dest="kind",
+        required=True,
+        metavar="{otel,csv,parquet,phoenix,langfuse,langsmith,inspect}",
+    )
     otel = kinds.add_parser("otel", help="OpenTelemetry GenAI evaluation events")
     otel.add_argument("results", nargs="+", help="results files (JSON Lines)")
     otel.add_argument(
@@ -129,3 +135,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
         table.add_argument("--out", type=Path, required=True, help=f"{kind} file to write")
         table.set_defaults(handler=_cmd_table)
+    from mast.cli.platforms import register as register_platforms
+
+    register_platforms(sub, kinds)
