@@ -70,10 +70,12 @@ def test_load_whoandwhen_sets_system_and_keeps_both_colliding_runs() -> None:
 
 
 def test_itbench_own_layout_finds_the_scenario_ground_truth() -> None:
-    trace = mast.load_trace(LAYOUT / "agent_outputs" / "2" / "1")
+    # Two tasks (a diagnosis, then a check by another model): two traces (issue 32).
+    trace, check = mast.load_traces(LAYOUT / "agent_outputs" / "2" / "1")
     assert trace.outcome is Outcome.SUCCESS, trace.metadata["outcome_reason"]
     assert Path(trace.metadata["ground_truth_file"]).parent.name == "scenario_2"
-    assert trace.id == "itbench/2/1"
+    assert (trace.id, check.id) == ("itbench/2/1/task-1", "itbench/2/1/task-2")
+    assert check.outcome is Outcome.UNKNOWN
 
 
 def test_itbench_scenario_number_from_config_toml() -> None:
@@ -84,12 +86,12 @@ def test_itbench_scenario_number_from_config_toml() -> None:
 
 
 def test_itbench_gz_sessions_and_every_sessions_model() -> None:
-    trace = mast.load_trace(LAYOUT / "agent_outputs" / "2" / "1")
-    sessions = trace.metadata["sessions"]
+    traces = list(mast.load_traces(LAYOUT / "agent_outputs" / "2" / "1"))
+    sessions = [s for t in traces for s in t.metadata["sessions"]]
     assert [Path(s["file"]).name.endswith(".jsonl.gz") for s in sessions] == [True, False]
     assert [s["model"] for s in sessions] == ["gpt-oss-120b", "gpt-5-codex"]
-    assert trace.metadata["models"] == ["gpt-oss-120b", "gpt-5-codex"]
-    assert trace.model == "gpt-oss-120b, gpt-5-codex"
+    assert [t.metadata["models"] for t in traces] == [["gpt-oss-120b"], ["gpt-5-codex"]]
+    assert [t.model for t in traces] == ["gpt-oss-120b", "gpt-5-codex"]
 
 
 def test_a_single_gz_session_file_loads() -> None:
@@ -121,15 +123,19 @@ def test_itbench_skipped_session_file_is_warned_about(tmp_path: Path) -> None:
     shutil.copytree(LAYOUT / "agent_outputs" / "2" / "1", trial)
     (trial / "sessions" / "notes.jsonl").write_text('{"hello": 1}\n{"hello": 2}\n')
     with pytest.warns(TraceLoadWarning, match="notes.jsonl"):
-        trace = mast.load_trace(trial)
+        trace, _ = mast.load_traces(trial)
     assert any("notes.jsonl" in p for p in trace.metadata["session_problems"])
+
+
+_CHECK = "rollout-2026-01-15T18-20-00-019bc270-11aa-7c3e-9a55-2f0d6e1b4c21.jsonl"
 
 
 def test_itbench_id_has_no_doubled_prefix(tmp_path: Path) -> None:
     trial = tmp_path / "itbench" / "7"
     shutil.copytree(LAYOUT / "agent_outputs" / "2" / "1", trial)
-    trace = mast.load_trace(trial)
-    assert trace.id == "itbench/7"
+    assert [t.id for t in mast.load_traces(trial)] == ["itbench/7/task-1", "itbench/7/task-2"]
+    (trial / "sessions" / "2026" / "01" / "15" / _CHECK).unlink()  # one task left
+    assert mast.load_trace(trial).id == "itbench/7"
 
 
 # --- 6. FIFOs and links ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 import mast
 from mast.errors import GroundTruthError
+from mast.traces import itbench
 from mast.traces.itbench import (
     find_runs,
     is_run_folder,
@@ -436,3 +437,93 @@ def test_one_call_reads_every_kind_of_source(runs: Path, fixtures: Path) -> None
         )
     )
     assert [t.format for t in traces] == ["codex-exec", "claude-code", "itbench"]
+
+
+# --- trials of several sessions (issue 32 item 3) -----------------------------------------------
+
+_DIAG = "rollout-2026-01-15T17-50-01-019bc26a-8a6c-7f43-8605-0aa1c35bd7f8.jsonl"
+
+
+def _session(text: str, *, model: str, session: str, hour: str, write: bool) -> str:
+    """A copy of a real-shaped session with another model, id and start time; without
+    ``write`` its apply_patch call (the one writing agent_output.json) is left out."""
+    lines = text.splitlines(keepends=True)
+    if not write:
+        lines = [line for line in lines if "apply_patch" not in line]
+    out = "".join(lines).replace("gpt-oss-120b", model)
+    out = out.replace("019bc26a-8a6c-7f43-8605-0aa1c35bd7f8", session)
+    return out.replace("2026-01-15T17:", f"2026-01-15T{hour}:")
+
+
+def _trial(tmp_path: Path, runs: Path, writers: tuple[bool, bool, bool]) -> Path:
+    source = runs / "Scenario-2" / "1"
+    trial = tmp_path / "Scenario-2" / "9"
+    (trial / "sessions").mkdir(parents=True)
+    shutil.copy(source / "agent_output.json", trial / "agent_output.json")
+    shutil.copy(runs / "Scenario-2" / "ground_truth.yaml", tmp_path / "Scenario-2")
+    diag = next(source.rglob(_DIAG)).read_text(encoding="utf-8")
+    layout = Path(__file__).resolve().parents[1] / "fixtures" / "itbench_layout"
+    check = next(layout.rglob("rollout-*-019bc270-*.jsonl")).read_text(encoding="utf-8")
+    sessions = [
+        _session(
+            diag,
+            model="gpt-oss-120b",
+            session="019c0000-0000-7000-8000-00000000000a",
+            hour="15",
+            write=writers[0],
+        ),
+        _session(
+            diag,
+            model="qwen3-coder-30b",
+            session="019c0000-0000-7000-8000-00000000000b",
+            hour="16",
+            write=writers[1],
+        ),
+    ]
+    for k, text in enumerate(sessions):
+        (trial / "sessions" / f"s{k}.jsonl").write_text(text, encoding="utf-8")
+    remediation = check.replace("checking a diagnosis written earlier", "planning a remediation")
+    if writers[2]:
+        remediation = remediation.replace(
+            "jq '.entities[] | select(.contributing_factor) | .name' agent_output.json",
+            "jq . plan.json > agent_output.json",
+        )
+    (trial / "sessions" / "s2.jsonl").write_text(remediation, encoding="utf-8")
+    return trial
+
+
+def test_a_trial_of_several_tasks_is_one_trace_per_task_scored_where_tied(
+    tmp_path: Path, runs: Path
+) -> None:
+    trial = _trial(tmp_path, runs, (True, False, False))
+    traces = list(mast.load_traces(trial))
+    assert [t.id for t in traces] == [f"itbench/Scenario-2/9/task-{k}" for k in (1, 2, 3)]
+    assert [t.model for t in traces] == ["gpt-oss-120b", "qwen3-coder-30b", "gpt-5-codex"]
+    assert [t.task.split()[0] for t in traces] == ["Investigate", "Investigate", "Check"]
+    scored, other, plan = traces
+    assert scored.outcome is Outcome.SUCCESS and scored.metadata["itbench_score"]["recall"] == 1.0
+    assert scored.metadata["scored_output"].startswith("task 1 of 3 writes agent_output.json")
+    assert scored.metadata["outcome_field"] == "itbench_score"
+    for trace in (other, plan):  # they did not write what was scored: no score, and why
+        assert trace.outcome is Outcome.UNKNOWN and "itbench_score" not in trace.metadata
+        assert "task 1 of 3 writes agent_output.json" in trace.metadata["outcome_reason"]
+    assert sum(len(t.steps) for t in traces) == sum(
+        s["steps"] for t in traces for s in t.metadata["sessions"]
+    )
+    with pytest.raises(mast.TraceFormatError, match="the trial holds 3 tasks"):
+        mast.load_trace(trial)
+    assert [t.id for t in itbench.load_trial(trial)] == [t.id for t in traces]
+
+
+@pytest.mark.parametrize("writers", [(False, False, False), (True, False, True)])
+def test_a_scored_output_no_single_session_wrote_scores_none(
+    tmp_path: Path, runs: Path, writers: tuple[bool, bool, bool]
+) -> None:
+    traces = list(mast.load_traces(_trial(tmp_path, runs, writers)))
+    assert len(traces) == 3
+    for trace in traces:
+        assert trace.outcome is Outcome.UNKNOWN and "itbench_score" not in trace.metadata
+        reason = trace.metadata["outcome_reason"]
+        assert "cannot be tied to one session" in reason, reason
+    why = "none of its 3 tasks" if not any(writers) else "tasks 1, 3 of 3 all write"
+    assert why in traces[0].metadata["outcome_reason"]

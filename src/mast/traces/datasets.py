@@ -309,7 +309,7 @@ def load_itbench_trajectories(
         DatasetLicenseWarning,
         stacklevel=2,
     )
-    from mast.traces.itbench import load_run  # the trial-folder loader (sessions + diagnosis)
+    from mast.traces.itbench import load_trial  # the trial-folder loader (sessions + diagnosis)
 
     wanted = None if scenarios is None else {str(s).removeprefix("Scenario-") for s in scenarios}
     traces: list[Trace] = []
@@ -324,7 +324,7 @@ def load_itbench_trajectories(
             scenario, run = _scenario_run(session.parent)
             if wanted is None or scenario in wanted:
                 meta = {**local(str(session)), "scenario": scenario, "run": run}
-                traces.append(_with_meta(load_run(session.parent), meta))
+                traces += [_with_meta(t, meta) for t in load_trial(session.parent)]
         return traces
     fetched = _hub_many(dataset, (f"{_IT_PREFIX}/*",), revision, "the ITBench runs")
     for entry in sorted(fetched, key=lambda f: _natural(f.filename)):
@@ -333,7 +333,7 @@ def load_itbench_trajectories(
         scenario, run = _scenario_run(entry.path.parent)
         if wanted is None or scenario in wanted:
             meta = {**_meta(dataset, entry), "scenario": scenario, "run": run}
-            traces.append(_with_meta(load_run(entry.path.parent), meta))
+            traces += [_with_meta(t, meta) for t in load_trial(entry.path.parent)]
     return traces
 
 

@@ -23,7 +23,7 @@ from mast.traces.itbench_scoring import (
     read_diagnosis,
     score_diagnosis,
 )
-from mast.traces.loaders._itbench import load_run, load_runs
+from mast.traces.loaders._itbench import load_run, load_runs, load_trial
 
 __all__ = [
     "DiagnosisScore",
@@ -36,6 +36,7 @@ __all__ = [
     "load_ground_truth",
     "load_run",
     "load_runs",
+    "load_trial",
     "read_diagnosis",
     "score_diagnosis",
 ]

@@ -245,7 +245,7 @@ def _under(
 
 def _read_run(folder: Path, ground_truth: GroundTruthLike) -> Iterator[Trace | TraceFormatError]:
     try:
-        yield _itbench.load_run(folder, ground_truth=ground_truth)
+        yield from _itbench.load_trial(folder, ground_truth=ground_truth)
     except TraceFormatError as exc:
         yield exc
 

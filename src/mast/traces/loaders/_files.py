@@ -60,7 +60,7 @@ _FORMATS: dict[str, str] = {
     "codex-exec": "`codex exec --json` event stream (JSONL, stderr lines allowed): one trace",
     "claude-code": "Claude Code session JSONL (~/.claude/projects/…): one trace per file",
     "itbench": "ITBench SRE trial folder <incident>/<trial>/ with sessions, agent_output.json "
-    "and ground truth: one trace with a scored outcome",
+    "and ground truth: one trace per task, scored where the diagnosis can be tied to it",
     "langfuse": "Langfuse export: traces with 'observations', or observations with "
     "'traceId' (JSON, JSON Lines or an API page): one trace per trace id",
     "langsmith": "LangSmith runs: a root run with nested 'child_runs', or flat runs with "

@@ -71,14 +71,14 @@ def _session_files(folder: Path) -> tuple[list[tuple[Path, str]], list[str]]:
     return out, skipped
 
 
-def build_run(
+def build_trial(
     folder: Path,
     *,
     ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None,
     success: Callable[[DiagnosisScore], bool],
     rule_name: str,
-) -> Trace:
-    """Load one trial folder (see :func:`mast.traces.itbench.load_run`)."""
+) -> list[Trace]:
+    """Load one trial folder as one trace per task (see :func:`load_trial`)."""
     if not folder.is_dir():
         raise TraceFormatError("not a folder", path=folder, format="itbench")
     sessions: list[Trace] = []
@@ -92,56 +92,152 @@ def build_run(
                 sessions.append(item)
     sessions = _unique_sessions(sessions)
     sessions.sort(key=lambda t: (_first_time(t), t.metadata["session_file"]))
-    steps, dedupe = _merge(sessions)
-
     for problem in problems:
         warnings.warn(f"{folder}: {problem}", TraceLoadWarning, stacklevel=3)
 
-    incident = folder.parent.name
-    models = list(dict.fromkeys(m for t in sessions for m in _models(t)))
-    metadata: dict[str, Any] = {
-        "scenario": incident,
-        "scenario_id": scenario_of_trial(folder) or scenario_id(incident),
-        "trial": folder.name,
-        "model": ", ".join(models) or None,
-        "models": models,
-        "sessions": [
-            {
-                "file": t.metadata["session_file"],
-                "id": t.id,
-                "format": t.format,
-                "steps": len(t.steps),
-                "model": ", ".join(_models(t)) or None,
-            }
-            for t in sessions
-        ],
-        "deduplicated_instructions": dedupe,
-        "success_rule": rule_name,
-    }
-    if problems:
-        metadata["session_problems"] = problems
-    if not sessions:
-        metadata["no_session"] = True
-
+    groups = task_groups(sessions)
     outcome, reason, score, files = _outcome(folder, ground_truth, success)
-    metadata.update(files)
-    metadata["outcome_reason"] = reason
-    if score is not None:
-        metadata["itbench_score"] = score.model_dump()
+    tied, why = _scored_group(groups, files.get("diagnosis_file") or DIAGNOSIS_NAME)
+    incident = folder.parent.name
     # A trial folder straight under a folder named "itbench" must not read itbench/itbench/….
     parts = [p for p in (incident, folder.name) if p.lower() != "itbench"]
-    return Trace(
-        id="/".join(["itbench", *parts]),
-        task=next((t.task for t in sessions if t.task), None),
-        system=f"ITBench SRE agent ({sessions[0].system})" if sessions else "ITBench SRE agent",
-        model=metadata["model"],
-        benchmark="ITBench SRE",
-        steps=steps,
-        outcome=outcome,
-        source=str(folder),
-        format="itbench",
-        metadata=metadata,
+    base = "/".join(["itbench", *parts])
+    traces = []
+    for number, group in enumerate(groups or [[]], 1):
+        models = list(dict.fromkeys(m for t in group for m in _models(t)))
+        steps, dedupe = _merge(group)
+        metadata: dict[str, Any] = {
+            "scenario": incident,
+            "scenario_id": scenario_of_trial(folder) or scenario_id(incident),
+            "trial": folder.name,
+            "model": ", ".join(models) or None,
+            "models": models,
+            "sessions": [
+                {
+                    "file": t.metadata["session_file"],
+                    "id": t.id,
+                    "format": t.format,
+                    "steps": len(t.steps),
+                    "model": ", ".join(_models(t)) or None,
+                }
+                for t in group
+            ],
+            "deduplicated_instructions": dedupe,
+            "success_rule": rule_name,
+            **files,
+        }
+        if len(groups) > 1:
+            metadata["task_of_trial"] = f"{number} of {len(groups)}"
+        if problems:
+            metadata["session_problems"] = problems
+        if not group:
+            metadata["no_session"] = True
+        mine = tied is None or tied == number - 1
+        if mine and tied is not None:
+            metadata["outcome_reason"] = reason
+            metadata["scored_output"] = why
+            metadata["outcome_field"] = "itbench_score" if score is not None else "diagnosis_file"
+            if score is not None:
+                metadata["itbench_score"] = score.model_dump()
+        else:
+            metadata["outcome_reason"] = why
+        traces.append(
+            Trace(
+                id=base if len(groups) <= 1 else f"{base}/task-{number}",
+                task=next((t.task for t in group if t.task), None),
+                system=f"ITBench SRE agent ({group[0].system})" if group else "ITBench SRE agent",
+                model=metadata["model"],
+                benchmark="ITBench SRE",
+                steps=steps,
+                outcome=outcome if mine and tied is not None else Outcome.UNKNOWN,
+                source=str(folder),
+                format="itbench",
+                metadata=metadata,
+            )
+        )
+    return traces
+
+
+DIAGNOSIS_NAME = "agent_output.json"
+
+
+def task_groups(sessions: list[Trace]) -> list[list[Trace]]:
+    """Sessions (in time order) grouped into tasks: a session continues the one before it
+    when both have the same instructions and the same model(s) (a harness resuming the run);
+    another task (a remediation plan after a diagnosis) or another model is another trace."""
+    groups: list[list[Trace]] = []
+    for trace in sessions:
+        if groups and _task_key(groups[-1][-1]) == _task_key(trace):
+            groups[-1].append(trace)
+        else:
+            groups.append([trace])
+    return groups
+
+
+def _task_key(trace: Trace) -> tuple[str, tuple[str, ...]]:
+    instructions = next((s.content for s in trace.steps if s.kind is StepKind.SYSTEM), "")
+    return " ".join(instructions.split()), tuple(_models(trace))
+
+
+# NAME stands for the escaped file name.
+_WRITE_SHELL = (
+    r"(?:>{1,2}|\btee\s+(?:-a\s+)?|\b(?:cp|mv|install)\s+(?:-\S+\s+)*\S+\s+)"
+    r"\s*['\"]?[^\s'\"|;&>]*NAME"
+)
+_WRITE_CODE = (
+    r"open\(\s*['\"][^'\"]*NAME['\"]\s*,\s*['\"][wax]|NAME['\"]?\s*\)?\.write_(?:text|bytes)"
+)
+_PATCH = r"\*\*\* (?:Add|Update) File:\s*\S*NAME|^\+\+\+ \S*NAME"
+_EDIT_TOOLS = {"write", "edit", "multiedit", "str_replace_based_edit_tool", "create"}
+
+
+def writes_file(step: Step, name: str) -> bool:
+    """Whether a tool call writes the file ``name`` (a patch adding or updating it, a shell
+    redirection, copy or move onto it, Python opening it for writing, an editor tool on it)."""
+    if step.kind is not StepKind.TOOL_CALL:
+        return False
+    escaped = re.escape(name)
+    args = step.tool_args
+    if (step.tool_name or "").lower() in _EDIT_TOOLS and isinstance(args, Mapping):
+        target = str(args.get("file_path") or args.get("path") or "")
+        if target.endswith(name):
+            return True
+    text = step.content
+    if name not in text:
+        return False
+    return any(
+        re.search(pattern.replace("NAME", escaped), text, re.M)
+        for pattern in (_PATCH, _WRITE_SHELL, _WRITE_CODE)
     )
+
+
+def _scored_group(groups: list[list[Trace]], diagnosis: str) -> tuple[int | None, str]:
+    """Which task the scored output belongs to (its index), and why; ``None`` when it cannot
+    be tied to one, with the reason every trace of the trial then carries."""
+    if len(groups) <= 1:
+        return 0, "the trial's only task"
+    name = Path(diagnosis).name
+    writers = [
+        (k, next(s.id for s in g_steps if writes_file(s, name)))
+        for k, g_steps in enumerate(_steps_of(groups))
+        if any(writes_file(s, name) for s in g_steps)
+    ]
+    if len(writers) == 1:
+        k, step = writers[0]
+        return k, f"task {k + 1} of {len(groups)} writes {name} (session step {step})"
+    if not writers:
+        why = f"none of its {len(groups)} tasks writes {name}"
+    else:
+        shown = ", ".join(str(k + 1) for k, _ in writers)
+        why = f"tasks {shown} of {len(groups)} all write {name}"
+    return None, (
+        f"not scored: the trial's {name} cannot be tied to one session ({why}), so no trace "
+        "of this trial gets its score"
+    )
+
+
+def _steps_of(groups: list[list[Trace]]) -> list[list[Step]]:
+    return [[s for t in group for s in t.steps] for group in groups]
 
 
 def _outcome(
@@ -275,26 +371,55 @@ def _merge(sessions: list[Trace]) -> tuple[list[Step], dict[str, int]]:
     }
 
 
+def load_trial(
+    folder: str | Path,
+    *,
+    ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None = None,
+    success: SuccessRule = "recall",
+) -> list[Trace]:
+    """Load one ITBench trial folder as one trace per task, each scored where the trial's
+    files allow it.
+
+    The session files in the folder (Codex rollouts, ``session.jsonl``, ``codex exec --json``
+    captures, Claude Code sessions; ``.jsonl.gz`` too; any other JSON Lines file is skipped
+    with a :class:`~mast.traces.loaders.TraceLoadWarning`) are put in time order.  A session
+    continues the one before it when both have the same instructions and model (a harness
+    resuming the run): their steps become one trace, with repeated instructions replaced by
+    references.  Another task (a remediation plan after a diagnosis) or another model is a
+    trace of its own (ids ``…/task-1``, ``…/task-2``), with its own task and model.
+
+    The diagnosis (``agent_output.json``) is scored against the ground truth (found beside
+    the run, see :func:`~mast.traces.itbench.find_ground_truth`, or ``ground_truth``; a
+    folder of ``scenario_N`` folders picks the trial's scenario) and gives the outcome of the
+    task that wrote it: the trial's only task, or the one task whose tool calls write the
+    file.  When no single task can be tied to it (none or several write it), no trace is
+    scored: every outcome is ``"unknown"``, and ``metadata["outcome_reason"]`` says why.  A
+    missing or unreadable diagnosis makes the tied task's outcome ``"failure"``; missing
+    ground truth leaves it ``"unknown"``.
+    """
+    rule, description = _success(success)
+    return build_trial(Path(folder), ground_truth=ground_truth, success=rule, rule_name=description)
+
+
 def load_run(
     folder: str | Path,
     *,
     ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None = None,
     success: SuccessRule = "recall",
 ) -> Trace:
-    """Load one ITBench trial folder as a trace whose outcome comes from the ground truth.
-
-    The session files in the folder (Codex rollouts, ``session.jsonl``, ``codex exec --json``
-    captures, Claude Code sessions) become the steps, in time order, with repeated
-    instructions replaced by references (``.jsonl.gz`` files too; any other JSON Lines file
-    is skipped with a :class:`~mast.traces.loaders.TraceLoadWarning`). ``ground_truth``
-    overrides the file found beside the run (see
-    :func:`~mast.traces.itbench.find_ground_truth`); a folder of ``scenario_N`` folders
-    picks the trial's scenario. A missing or unreadable diagnosis makes the outcome
-    ``"failure"``; missing ground truth leaves it ``"unknown"``;
-    ``metadata["outcome_reason"]`` says why.
-    """
-    rule, description = _success(success)
-    return build_run(Path(folder), ground_truth=ground_truth, success=rule, rule_name=description)
+    """Load an ITBench trial folder that holds one task as one trace (see :func:`load_trial`;
+    a trial of several tasks raises :class:`TraceFormatError`: read it with
+    :func:`load_trial` or :func:`mast.load_traces`)."""
+    traces = load_trial(folder, ground_truth=ground_truth, success=success)
+    if len(traces) > 1:
+        raise TraceFormatError(
+            f"the trial holds {len(traces)} tasks ({', '.join(t.id for t in traces)})",
+            path=Path(folder),
+            format="itbench",
+            expected="a trial folder of one task",
+            hint="Read it with mast.load_traces(folder) or mast.traces.itbench.load_trial",
+        )
+    return traces[0]
 
 
 def load_runs(
@@ -303,6 +428,6 @@ def load_runs(
     ground_truth: GroundTruth | Mapping[str, Any] | str | Path | None = None,
     success: SuccessRule = "recall",
 ) -> Iterator[Trace]:
-    """Load every trial folder under ``root`` (see :func:`load_run`)."""
+    """Every trace of every trial folder under ``root`` (see :func:`load_trial`)."""
     for folder in find_runs(root):
-        yield load_run(folder, ground_truth=ground_truth, success=success)
+        yield from load_trial(folder, ground_truth=ground_truth, success=success)
