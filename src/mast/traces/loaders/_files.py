@@ -23,6 +23,7 @@ from mast.traces.loaders import (
     _inspect,
     _langfuse,
     _langsmith,
+    _mad_run,
     _otel,
 )
 from mast.traces.loaders._nanjson import JSONTooDeep, NanToNullReader
@@ -34,7 +35,8 @@ from mast.traces.loaders._open import (
     open_text,
     read_text,
 )
-from mast.traces.loaders._records import CONVERTERS, classify
+from mast.traces.loaders._records import CONVERTERS as _RECORD_CONVERTERS
+from mast.traces.loaders._records import classify
 from mast.traces.loaders._session import (
     Line,
     is_document,
@@ -50,6 +52,9 @@ from mast.traces.segment import segment
 _FORMATS: dict[str, str] = {
     "mad-full": "MAST-Data full dataset: JSON array (or one record) with 'mast_annotation'",
     "mad-human": "MAST-Data human-labelled dataset: JSON array with 'annotations' per record",
+    "mad-run": "MAD-shaped record without labels: trace_id, mas_name, benchmark_name, "
+    "round, trace (log text or a serialized run)",
+    "metagpt": "MetaGPT run record: {run_id, prompt, content: '<log>', cost, …}",
     "ag2": "AG2 run JSON: 'trajectory' [{content, role, name}] (the 'note' becomes labels)",
     "whoandwhen": "Who&When JSON: 'history' with 'mistake_agent' / 'mistake_step'",
     "chat": "OpenAI-style chat messages: a list, {'messages': [...]}, or JSONL of messages",
@@ -69,6 +74,8 @@ _FORMATS: dict[str, str] = {
     "jsonl": "JSON Lines, one trace per line in any of the JSON shapes above",
     "text": "plain text log: split into steps where a framework segmenter applies",
 }
+
+CONVERTERS = {**_RECORD_CONVERTERS, **_mad_run.CONVERTERS}
 
 # Formats whose files are the events of one run: converted whole, not record by record.
 _SESSION_CONVERTERS: dict[str, Callable[[list[Line]], list[Trace]]] = {

@@ -39,6 +39,10 @@ def classify(record: object) -> str | None:
         return "mad-full"
     if "annotations" in keys and "trace" in keys:
         return "mad-human"
+    if "trace" in keys and ("mas_name" in keys or "trace_id" in keys):
+        return "mad-run"  # a MAD-shaped record without labels
+    if isinstance(record.get("content"), str) and "prompt" in keys and "run_id" in keys:
+        return "metagpt"
     if "steps" in keys and "id" in keys:
         return "mast"
     if "trajectory" in keys:
@@ -299,12 +303,21 @@ def ag2(record: Mapping[str, Any]) -> Trace:
     """An AG2 (AutoGen) run: ``trajectory[{content, role, name}]``.
 
     The ``note`` field holds the earliest human open-coding labels; it never becomes a step
-    (a judge must not see it) and is kept as annotator ``"note"`` on the codes that map.
+    (a judge must not see it) and is kept as annotator ``"note"`` on the codes that map.  A
+    MAD-shaped record whose ``trace`` string holds the AG2 run is read from that string.
     """
-    trajectory = record.get("trajectory")
+    if "trajectory" not in record and isinstance(record.get("trace"), str):
+        return _ag2_in_trace(record)
+    if "trajectory" not in record:
+        raise TraceFormatError(
+            f"record has no 'trajectory' field (its fields: {', '.join(map(str, record))})",
+            format="ag2",
+            expected='"trajectory": [{"content": …, "role": …, "name": …}, …]',
+        )
+    trajectory = record["trajectory"]
     if not isinstance(trajectory, list):
         raise TraceFormatError(
-            "field 'trajectory' is not a list of messages",
+            f"field 'trajectory' is a {type(trajectory).__name__}, not a list of messages",
             format="ag2",
             expected='"trajectory": [{"content": …, "role": …, "name": …}, …]',
         )
@@ -340,6 +353,37 @@ def ag2(record: Mapping[str, Any]) -> Trace:
     note = record.get("note")
     if isinstance(note, dict) and isinstance(note.get("options"), dict):
         _attach_note_labels(trace, note)
+    return trace
+
+
+def _ag2_in_trace(record: Mapping[str, Any]) -> Trace:
+    """The AG2 run serialized in a MAD-shaped record's ``trace`` string; errors name it."""
+    where = "field 'trace' (a string)"
+    try:
+        inner = json.loads(record["trace"])
+    except (ValueError, RecursionError) as exc:
+        raise TraceFormatError(
+            f"{where} is not JSON ({exc}), so it holds no AG2 run",
+            format="ag2",
+            expected="'trace': a JSON string of {instance_id, trajectory: [...], …}",
+            hint="Read the record with format 'auto' or 'mad-run' to segment its log text",
+        ) from None
+    if not isinstance(inner, dict) or not isinstance(inner.get("trajectory"), list):
+        if not isinstance(inner, dict):
+            found = f"a JSON {type(inner).__name__}, not a run record"
+        elif "trajectory" in inner:
+            found = f"a run whose 'trajectory' is a {type(inner['trajectory']).__name__}"
+        else:
+            found = "a run record without a 'trajectory' field"
+        raise TraceFormatError(
+            f"{where} holds {found}; an AG2 run needs a 'trajectory' list of messages",
+            format="ag2",
+            expected="'trace': a JSON string of {instance_id, trajectory: [...], …}",
+        )
+    trace = ag2(inner)
+    trace.metadata["mad_trace_id"] = record.get("trace_id")
+    if not trace.id and record.get("trace_id") is not None:
+        trace.id = f"mad-run/{record['trace_id']}"
     return trace
 
 
@@ -516,6 +560,7 @@ def _langsmith_run(record: Any) -> Trace:
     return run_trace(record)
 
 
+# The shapes of mast.traces.loaders._mad_run are added by mast.traces.loaders._files.
 CONVERTERS: dict[str, Callable[[Any], Trace]] = {
     "langfuse": _langfuse_trace,
     "langsmith": _langsmith_run,
