@@ -58,7 +58,7 @@ def test_ag2_odd_but_real_content_as_string(tmp_path: Path, fixtures: Path) -> N
 
 
 def test_ag2_invalid(fixtures: Path) -> None:
-    with pytest.raises(mast.TraceFormatError, match="'trajectory' is a .*, not a list") as info:
+    with pytest.raises(mast.TraceFormatError, match=r"'trajectory' is a .*, not a list") as info:
         mast.load_trace(fixtures / "bad" / "ag2_bad_trajectory.json")
     assert "ag2_bad_trajectory.json" in str(info.value)
 
