@@ -49,7 +49,8 @@ from mast.traces.catalog import (
     UnverifiedDatasetWarning,
     info,
 )
-from mast.traces.hub import Fetched, Pin, Target
+from mast.traces.hub import Fetched, Pin
+from mast.traces.hub_target import Target
 from mast.traces.loaders import load_traces
 from mast.traces.model import Trace
 from mast.traces.readings import apply_reading, verification_name

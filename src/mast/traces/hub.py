@@ -42,14 +42,13 @@ from mast.errors import (
     MissingDependencyError,
 )
 from mast.traces.hub_errors import _message, _translate
+from mast.traces.hub_target import HubSettings, Target
 
 __all__ = [
     "Checksum",
     "Fetched",
-    "HubSettings",
     "Inventory",
     "Pin",
-    "Target",
     "fetch_file",
     "fetch_folder",
     "hub_settings",
@@ -109,16 +108,6 @@ class Pin:
 
 
 @dataclass(frozen=True)
-class Target:
-    """What to fetch, and the text that tells a person how to get it by hand."""
-
-    dataset: str
-    repo_id: str
-    revision: str
-    manual: str
-
-
-@dataclass(frozen=True)
 class Fetched:
     """One local file from the Hub, with what was checked."""
 
@@ -128,15 +117,6 @@ class Fetched:
     filename: str
     sha256: str
     checksum: Checksum
-
-
-@dataclass(frozen=True)
-class HubSettings:
-    """Endpoint, cache folder and offline flag in force now (environment read at call time)."""
-
-    endpoint: str
-    cache_dir: Path
-    offline: bool
 
 
 def _require_hub() -> None:

@@ -5,16 +5,13 @@ what to do.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from mast.errors import (
     DatasetAccessError,
     DatasetError,
     DatasetUnavailableError,
 )
-
-if TYPE_CHECKING:  # hub.py imports this module; the types are only for hints
-    from mast.traces.hub import HubSettings, Target
+from mast.traces.hub_target import HubSettings, Target
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:
