@@ -104,14 +104,14 @@ def _fresh(path: Path) -> Path:
 
 
 def _prices() -> Any:
-    from mast.judge.pricing import price_table
+    from mast.judge.providers.pricing import price_table
 
     return price_table()
 
 
 def _bill(usage: list[dict[str, Any]], model: str, side: str) -> dict[str, Any]:
-    """Tokens and USD of one side's completions, priced from ``mast.judge.pricing``."""
-    from mast.judge.usage import Usage
+    """Tokens and USD of one side's completions, priced from ``mast.judge.providers.pricing``."""
+    from mast.judge.providers.usage import Usage
 
     table = _prices()
     key = f"openai/{model}"
@@ -125,7 +125,9 @@ def _bill(usage: list[dict[str, Any]], model: str, side: str) -> dict[str, Any]:
             ),
         )
         if cost is None:
-            raise SystemExit(f"no price for {key} in mast.judge.pricing: pass a model it knows")
+            raise SystemExit(
+                f"no price for {key} in mast.judge.providers.pricing: pass a model it knows"
+            )
         # Batch APIs bill half (mast.bulk.batch.BATCH_PRICE_FACTOR), cached tokens included.
         total["usd"] += cost * (0.5 if u["batch"] else 1.0)
         for k in ("input", "cached", "output"):
@@ -497,7 +499,7 @@ def _official_examples(cfg: Config, work: Path, fewshot: int | None = None) -> P
         "THE MODES IT SHOWS BETWEEN HASH MARKS, THEN EXPLAINS THEM, THEN GIVES THE TRACE."
     ]
     tax = judge.taxonomy
-    from mast.judge.excerpts import Excerpt
+    from mast.judge.prompt.excerpts import Excerpt
 
     for ex in judge.examples:
         if isinstance(ex, Excerpt):  # the default: excerpts read for one mode each
@@ -519,7 +521,7 @@ def _official_examples(cfg: Config, work: Path, fewshot: int | None = None) -> P
 
 
 def _usd(inp: float, cached: float, out: float, model: str) -> float:
-    from mast.judge.usage import Usage
+    from mast.judge.providers.usage import Usage
 
     cost = _prices().cost(
         f"openai/{model}",

@@ -130,11 +130,19 @@ _BUCKETS = [
         "load + segment (mast.traces.loaders, mast.traces.segment, ijson)",
         ("mast/traces/loaders", "mast/traces/segment", "ijson"),
     ),
-    ("redact (mast.judge.redact)", ("mast/judge/redact",)),
-    ("render (mast.judge.prompts, jinja2)", ("mast/judge/prompts", "jinja2", "templates/")),
+    ("redact (mast.privacy.redact)", ("mast/privacy/redact",)),
     (
-        "parse + ground (mast.judge.parse, grounding)",
-        ("mast/judge/parse", "mast/judge/grounding", "mast/judge/text", "mast/judge/lenient"),
+        "render (mast.judge.prompt.render, jinja2)",
+        ("mast/judge/prompt/render", "jinja2", "templates/"),
+    ),
+    (
+        "parse + ground (mast.judge.reply.parse, grounding)",
+        (
+            "mast/judge/reply/parse",
+            "mast/judge/reply/grounding",
+            "mast/judge/reply/text",
+            "mast/judge/reply/lenient",
+        ),
     ),
     ("results store (mast.bulk.store, fsync)", ("mast/bulk/store", "fsync")),
     ("response cache (mast.bulk.cache, sqlite3)", ("mast/bulk/cache", "sqlite3")),

@@ -2,7 +2,7 @@
 
 Not a benchmark run against the official annotator: it measures the answer JSON and the
 schema for one realistic verdict (3 of 14 modes present, with evidence and a rationale), in
-characters and in tokens (mast.judge.tokens: tiktoken's o200k_base when installed, else
+characters and in tokens (mast.judge.prompt.tokens: tiktoken's o200k_base when installed, else
 mast's calibrated estimate; the method is printed).
 
 Run: ``python bench/answer_size.py``
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from mast.judge.answer_format import answer_schema, compact_answer
-from mast.judge.prompts import render_system
-from mast.judge.tokens import count_tokens
+from mast.judge.prompt.answer_format import answer_schema, compact_answer
+from mast.judge.prompt.render import render_system
+from mast.judge.prompt.tokens import count_tokens
 from mast.judge.verdict import example_answer
 from mast.taxonomy import load_taxonomy
 

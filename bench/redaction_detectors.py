@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
-from mast.judge.prompts import step_header, step_text  # noqa: E402
+from mast.judge.prompt.render import step_header, step_text  # noqa: E402
 from mast.redact import Redactor  # noqa: E402
 from mast.traces.model import Trace  # noqa: E402
 from redaction_corpus import Case, leaks, lookalikes, secrets  # noqa: E402

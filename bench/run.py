@@ -47,7 +47,8 @@ def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         "# Benchmark results",
         "",
         f"`{meta['command']}` — {meta['mode']} run, {meta['official']}, model "
-        f"`{meta['model']}` priced from `mast.judge.pricing` (as of {meta['prices_as_of']}), "
+        f"`{meta['model']}` priced from `mast.judge.providers.pricing` "
+        f"(as of {meta['prices_as_of']}), "
         f"{meta['elapsed_s']:.0f} s in all, load average {meta['load_before']} before / "
         f"{meta['load_after']} after (other work on the machine makes absolute times noisy; "
         "the ratios compare both sides measured in the same run).",
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    from mast.judge.pricing import PRICES_AS_OF
+    from mast.judge.providers.pricing import PRICES_AS_OF
 
     command = "python bench/run.py" + ("" if mode == "full" else f" --{mode}")
     command += " --no-official" if args.no_official else ""

@@ -1,6 +1,6 @@
 """Measure the few-shot leak filter on every Who&When run of a local copy of the dataset.
 
-For each run, the excerpts the filter drops (mast.judge.leak.leaked over the whole pool, and
+For each run, the excerpts the filter drops (mast.judge.prompt.leak.leaked over the whole pool, and
 what the default judge's selection leaves out for that trace) must be exactly the excerpts
 cut from that run. Prints one line per run that breaks this and a summary; exits 1 if any.
 
@@ -15,10 +15,10 @@ import warnings
 from pathlib import Path
 
 import mast
-import mast.judge.leak
-from mast.judge.excerpts import load_pool
-from mast.judge.leak import partial
-from mast.judge.shots import Shots
+import mast.judge.prompt.leak
+from mast.judge.prompt.excerpts import load_pool
+from mast.judge.prompt.leak import partial
+from mast.judge.prompt.shots import Shots
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.without_corpus_text:
-        import mast.judge.leak as leak_module
+        import mast.judge.prompt.leak as leak_module
 
         leak_module.shared_text = lambda: frozenset()  # type: ignore[assignment]
     pool = load_pool()
@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore")
             (trace,) = list(mast.load_traces(file))
         own = {ex.id for ex in pool if ex.dataset == "whoandwhen" and ex.source.path == rel}
-        whole = set(mast.judge.leak.leaked(pool, trace))
+        whole = set(mast.judge.prompt.leak.leaked(pool, trace))
         shots = default.for_trace(trace)
         # What the default judge drops as leaked (it then fills the gap from the rest).
-        left_out = set(mast.judge.leak.leaked(default.chosen, trace))
+        left_out = set(mast.judge.prompt.leak.leaked(default.chosen, trace))
         maybe = partial(pool, trace)
         own_total += len(own)
         dropped_total += len(whole)

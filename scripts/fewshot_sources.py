@@ -7,7 +7,7 @@
 
 A line of an excerpt that also occurs in another run of the same corpus (framework prompts,
 role prompts, fixed tool or terminal replies) says nothing about which run the excerpt came
-from, so the leak filter (mast.judge.leak) never counts it as the excerpt's own text. This
+from, so the leak filter (mast.judge.prompt.leak) never counts it as the excerpt's own text. This
 script finds those lines on a local copy of the datasets and writes them, whitespace
 collapsed, one per line. Run it after editing fewshot/excerpts.yaml:
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from mast._resources import data_dir
 from mast.judge.excerpt_check import CUT, run_messages
-from mast.judge.excerpts import Excerpt, Source, load_pool
-from mast.judge.leak import MIN_PROBE_CHARS, SHARED_TEXT_FILE
+from mast.judge.prompt.excerpts import Excerpt, Source, load_pool
+from mast.judge.prompt.leak import MIN_PROBE_CHARS, SHARED_TEXT_FILE
 
 
 def _norm(text: str) -> str:

@@ -19,10 +19,10 @@ import json
 import sys
 from pathlib import Path
 
-from mast.judge.excerpts import load_pool
-from mast.judge.fewshot import load_examples
-from mast.judge.prompts import example_block
-from mast.judge.tokens import count_tokens, estimate_tokens
+from mast.judge.prompt.excerpts import load_pool
+from mast.judge.prompt.fewshot import load_examples
+from mast.judge.prompt.render import example_block
+from mast.judge.prompt.tokens import count_tokens, estimate_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "tokens" / "fewshot_counts.json"

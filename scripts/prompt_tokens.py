@@ -16,8 +16,8 @@ import warnings
 from pathlib import Path
 
 import mast
-from mast.judge.prompts import render
-from mast.judge.tokens import count_tokens
+from mast.judge.prompt.render import render
+from mast.judge.prompt.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = [

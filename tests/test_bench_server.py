@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mast.judge.answer_format import answer_schema
-from mast.judge.schema_choice import inline_schema
+from mast.judge.prompt.answer_format import answer_schema
+from mast.judge.providers.schema_choice import inline_schema
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))

@@ -34,10 +34,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mast.errors import MastError, VerdictParseError
-from mast.judge.parse import parse_response
-from mast.judge.prompts import render
-from mast.judge.redact import Redactor
+from mast.judge.prompt.render import render
+from mast.judge.reply.parse import parse_response
 from mast.judge.verdict import Verdict
+from mast.privacy.redact import Redactor
 from mast.traces.loaders import formats, load_trace
 from mast.traces.model import Trace
 

@@ -32,7 +32,7 @@ def test_every_public_name_resolves_on_first_use() -> None:
         "from mast import Judge, load_traces, agreement, RetryPolicy, itbench\n"
         "assert all(hasattr(mast, n) for n in mast.__all__), "
         "[n for n in mast.__all__ if not hasattr(mast, n)]\n"
-        "print(len(mast.traces.datasets.example_traces()), mast.judge.redact.Redactor.__name__, "
+        "print(len(mast.traces.datasets.example_traces()), mast.privacy.redact.Redactor.__name__, "
         "itbench.__name__, Judge('heuristic').model)"
     )
     assert out.split() == ["7", "Redactor", "mast.traces.itbench", "heuristic"]

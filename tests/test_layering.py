@@ -16,7 +16,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "mast"
 
 # Bottom first. A module may import from its own stage and from the stages below it.
-STAGES = ["taxonomy", "traces", "judge", "bulk", "agree", "analysis", "label", "cli"]
+STAGES = ["taxonomy", "traces", "privacy", "judge", "bulk", "agree", "analysis", "label", "cli"]
 # Root modules below every stage (imported by all) and above every stage (public facades).
 BASE = {"mast.errors", "mast._version", "mast._resources", "mast._lazy"}
 MAX_LINES = 600

@@ -65,14 +65,14 @@ if _TYPE_CHECKING:
     from mast.judge.annotation import Annotation
     from mast.judge.attribute import AttributionJudge, attribute
     from mast.judge.attribution import DecisiveError
-    from mast.judge.fewshot import FewShotExample, load_examples, select_examples
-    from mast.judge.grounding import ground, grounded_share
     from mast.judge.heuristic import heuristic_verdict
     from mast.judge.judge import Judge
-    from mast.judge.parse import parse_response
-    from mast.judge.redact import Redactor
-    from mast.judge.usage import Usage
+    from mast.judge.prompt.fewshot import FewShotExample, load_examples, select_examples
+    from mast.judge.providers.usage import Usage
+    from mast.judge.reply.grounding import ground, grounded_share
+    from mast.judge.reply.parse import parse_response
     from mast.judge.verdict import Evidence, Finding, Verdict, verdict_json_schema
+    from mast.privacy.redact import Redactor
     from mast.taxonomy import (
         FailureMode,
         LabelVersion,
@@ -102,13 +102,13 @@ _OWNERS = {
     "mast.judge.annotation": "Annotation",
     "mast.judge.attribute": "AttributionJudge attribute",
     "mast.judge.attribution": "DecisiveError",
-    "mast.judge.fewshot": "FewShotExample load_examples select_examples",
-    "mast.judge.grounding": "ground grounded_share",
+    "mast.judge.prompt.fewshot": "FewShotExample load_examples select_examples",
+    "mast.judge.reply.grounding": "ground grounded_share",
     "mast.judge.heuristic": "heuristic_verdict",
     "mast.judge.judge": "Judge",
-    "mast.judge.parse": "parse_response",
-    "mast.judge.redact": "Redactor",
-    "mast.judge.usage": "Usage",
+    "mast.judge.reply.parse": "parse_response",
+    "mast.privacy.redact": "Redactor",
+    "mast.judge.providers.usage": "Usage",
     "mast.judge.verdict": "Evidence Finding Verdict verdict_json_schema",
     "mast.taxonomy": "FailureMode LabelVersion Taxonomy load_label_version load_taxonomy",
     "mast.traces": "itbench",

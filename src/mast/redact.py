@@ -1,7 +1,7 @@
-"""Redaction of secrets before a trace is sent: the public path of :mod:`mast.judge.redact`.
+"""Redaction of secrets before a trace is sent: the public path of :mod:`mast.privacy.redact`.
 
 Kept at the top level because the README, the notebooks and SECURITY.md import it from here.
 """
 
-from mast.judge.redact import *  # noqa: F403
-from mast.judge.redact import __all__ as __all__
+from mast.privacy.redact import *  # noqa: F403
+from mast.privacy.redact import __all__ as __all__

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from mast.judge.redact import Redactor
+from mast.privacy.redact import Redactor
 from mast.traces.model import Trace
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from mast.bulk.cache import CACHE_FILE, ResponseCache, cache_key, default_cache_dir
 from mast.judge.judge import Judge
-from mast.judge.prompts import render
+from mast.judge.prompt.render import render
 from mast.judge.providers import Completion
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 from mast.traces.model import Step, Trace
 
 TRACE = Trace(id="t", steps=[Step.make(0, "hello", agent="a"), Step.make(1, "bye", agent="b")])

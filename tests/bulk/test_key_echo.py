@@ -185,7 +185,7 @@ def test_an_old_cache_entry_with_the_key_is_scrubbed_when_read(
     """A cache written before scrubbing existed still never puts the key in results."""
     from mast.bulk.cache import CACHE_FILE, ResponseCache
     from mast.judge.providers import Completion
-    from mast.judge.usage import Usage
+    from mast.judge.providers.usage import Usage
 
     fake_llm.responder = echo_reply
     cache_dir = tmp_path / "cache"
@@ -212,7 +212,7 @@ def test_platform_credentials_are_scrubbed_too(monkeypatch: pytest.MonkeyPatch) 
     """Bedrock signs with the AWS secret key and sends the session token as a header: an
     echo of either is scrubbed like the key (and errors lose them too)."""
     from mast.judge.providers import Completion
-    from mast.judge.usage import Usage
+    from mast.judge.providers.usage import Usage
 
     secret, session = "wJalrXUtnFI/K7MDENG/bPxRfiCYz3Xq2mLr8ZkP1", "IQoJb3JpZ2luX2VjEXq3vB7nK2mR9tY"
     monkeypatch.setenv("AWS_REGION", "us-east-1")

@@ -16,8 +16,8 @@ import pytest
 
 import mast
 from fake_llm_server import FakeLLMServer, Recorded, Reply, verdict_json
-from mast.judge.offload import OFF_LOOP_CHARS, off_loop
-from mast.judge.redact import Redactor
+from mast.judge.offload.loop import OFF_LOOP_CHARS, off_loop
+from mast.privacy.redact import Redactor
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import Step, Trace
 

@@ -1,4 +1,4 @@
-"""Long traces prepared in a worker process (mast.judge.process_pool) during a bulk run.
+"""Long traces prepared in a worker process (mast.judge.offload.pool) during a bulk run.
 
 Ordering, never timing: the long trace's redaction in the worker waits for a file that
 only the server's handling of the small trace's request creates. Results must be the same
@@ -19,12 +19,12 @@ from offload_helpers import ChattyRedactor, CrashingRedactor, GatedRedactor
 
 import mast
 import mast.bulk.runner as runner_mod
-import mast.judge.offload as offload
-import mast.judge.process_pool as process_pool
+import mast.judge.offload.loop as offload
+import mast.judge.offload.pool as process_pool
 from fake_llm_server import FakeLLMServer, Recorded, Reply
-from mast.judge.process_pool import ProcessPool
-from mast.judge.redact import Redactor
-from mast.judge.secret_patterns import SecretPattern
+from mast.judge.offload.pool import ProcessPool
+from mast.privacy.redact import Redactor
+from mast.privacy.secret_patterns import SecretPattern
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import Step, Trace
 
@@ -245,7 +245,7 @@ def test_a_worker_that_dies_costs_only_the_move_to_a_thread(
     fake_llm.responder = answer
     expected = run_records(fake_llm, tmp_path / "plain.jsonl", redact=CrashingRedactor())
     pool = ProcessPool(1)
-    with caplog.at_level(logging.WARNING, logger="mast.judge.offload"):
+    with caplog.at_level(logging.WARNING, logger="mast.judge.offload.loop"):
         got = run_records(fake_llm, tmp_path / "crash.jsonl", redact=CrashingRedactor(), pool=pool)
     assert got == expected  # no trace lost, none different
     assert pool.broken is not None and "exit code 3" in pool.broken

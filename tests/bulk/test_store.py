@@ -14,7 +14,7 @@ from mast import read_annotations, to_frame
 from mast.bulk.store import ResultsFileWarning, ResultsStore, record_key
 from mast.errors import MastError
 from mast.judge.annotation import SCHEMA_VERSION, Annotation
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import FailureVector
 

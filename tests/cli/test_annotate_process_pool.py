@@ -11,7 +11,7 @@ import pytest
 import mast.bulk.runner as runner_mod
 from fake_llm_server import FakeLLMServer, Reply, verdict_json
 from mast.cli import main
-from mast.judge.process_pool import ProcessPool
+from mast.judge.offload.pool import ProcessPool
 from mast.taxonomy import load_taxonomy
 
 

@@ -18,7 +18,7 @@ def test_taxonomy_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_taxonomy_examples_prints_the_pool_table(capsys: pytest.CaptureFixture[str]) -> None:
-    from mast.judge.excerpts import load_pool
+    from mast.judge.prompt.excerpts import load_pool
 
     assert main(["taxonomy", "--examples"]) == 0
     out = capsys.readouterr().out

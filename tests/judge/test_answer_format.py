@@ -12,10 +12,10 @@ import pytest
 
 from fake_llm_server import FakeLLMServer, Reply
 from mast.bulk.types import config_hash
-from mast.judge.answer_format import answer_schema, check_answer, compact_answer
 from mast.judge.judge import Judge
-from mast.judge.parse import parse_response
-from mast.judge.prompts import render_system
+from mast.judge.prompt.answer_format import answer_schema, check_answer, compact_answer
+from mast.judge.prompt.render import render_system
+from mast.judge.reply.parse import parse_response
 from mast.judge.verdict import verdict_json_schema
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
@@ -164,7 +164,7 @@ def test_truncated_compact_reply_keeps_complete_entries() -> None:
 
 
 def test_prompt_describes_and_shows_the_compact_shape() -> None:
-    from mast.judge.fewshot import load_examples
+    from mast.judge.prompt.fewshot import load_examples
 
     examples = load_examples(MAD_EXAMPLES)[:2]
     full = render_system(examples=examples)
@@ -268,7 +268,7 @@ def test_cli_defaults_to_compact_answers() -> None:
 def test_docstring_examples() -> None:
     import doctest
 
-    import mast.judge.answer_format as module
+    import mast.judge.prompt.answer_format as module
 
     result = doctest.testmod(module, raise_on_error=False)
     assert result.attempted > 0 and result.failed == 0

@@ -18,9 +18,9 @@ from mast.judge.attribution import (
     normalize_agent,
     read_decisive_error,
 )
-from mast.judge.attribution_grounding import ground_attribution
 from mast.judge.judge import Judge
-from mast.judge.parse import normalize_step_id, parse_response
+from mast.judge.reply.attribution_grounding import ground_attribution
+from mast.judge.reply.parse import normalize_step_id, parse_response
 from mast.judge.verdict import Verdict, verdict_json_schema
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import Step, Trace
@@ -299,13 +299,13 @@ def test_docstring_examples() -> None:
 
     import mast.judge.attribute
     import mast.judge.attribution
-    import mast.judge.attribution_grounding
+    import mast.judge.reply.attribution_grounding
 
     results = [
         doctest.testmod(module, raise_on_error=False)
         for module in (
             mast.judge.attribution,
-            mast.judge.attribution_grounding,
+            mast.judge.reply.attribution_grounding,
             mast.judge.attribute,
         )
     ]

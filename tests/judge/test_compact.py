@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 import mast
-from mast.judge.compact import (
+from mast.judge.prompt.compact import (
     MIN_SPLIT_LINE,
     RenderedStep,
     compact_steps,
     expand_steps,
     plain_body,
 )
-from mast.judge.prompts import render, step_header
-from mast.judge.tokens import estimate_tokens
+from mast.judge.prompt.render import render, step_header
+from mast.judge.prompt.tokens import estimate_tokens
 from mast.traces.model import Step, Trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

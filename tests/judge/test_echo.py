@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 
 from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.errors import VerdictParseError
-from mast.judge.echo import folded_fields
 from mast.judge.judge import Judge
-from mast.judge.parse import find_planted, parse_response
-from mast.judge.prompts import render
+from mast.judge.prompt.render import render
+from mast.judge.reply.echo import folded_fields
+from mast.judge.reply.parse import find_planted, parse_response
 from mast.judge.verdict import Verdict
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import Step, Trace

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mast.judge.compact import _VOLATILE
-from mast.judge.redact import Redactor
+from mast.judge.prompt.compact import _VOLATILE
+from mast.privacy.redact import Redactor
 from mast.traces.model import Step, Trace
 from redaction_corpus import lookalikes, secrets
 

@@ -17,13 +17,13 @@ import yaml
 
 import mast
 from mast.errors import FewShotError, MastError
-from mast.judge.fewshot import (
+from mast.judge.prompt.fewshot import (
     FewShotExample,
     estimate_example_tokens,
     load_examples,
     select_examples,
 )
-from mast.judge.parse import parse_response
+from mast.judge.reply.parse import parse_response
 from mast.judge.verdict import example_answer
 from mast.taxonomy import load_taxonomy
 
@@ -80,7 +80,9 @@ def test_gold_answer_round_trips_through_the_parser(example: FewShotExample) -> 
         notes=example.notes,
         task_completed=example.task_completed,
     )
-    verdict = mast.judge.grounding.ground(parse_response(json.dumps(answer)), example.to_trace())
+    verdict = mast.judge.reply.grounding.ground(
+        parse_response(json.dumps(answer)), example.to_trace()
+    )
     assert verdict.vector.to_dict() == example.labels
     assert verdict.task_completed is example.task_completed
     for code, refs in example.evidence.items():

@@ -12,12 +12,12 @@ import yaml
 
 import mast
 from mast.errors import FewShotError
-from mast.judge.excerpts import Excerpt, coverage, load_pool, select_excerpts
-from mast.judge.fewshot import load_examples
-from mast.judge.leak import leaked, shared_text
-from mast.judge.prompts import example_block, render_system
-from mast.judge.shots import Shots
-from mast.judge.tokens import estimate_tokens
+from mast.judge.prompt.excerpts import Excerpt, coverage, load_pool, select_excerpts
+from mast.judge.prompt.fewshot import load_examples
+from mast.judge.prompt.leak import leaked, shared_text
+from mast.judge.prompt.render import example_block, render_system
+from mast.judge.prompt.shots import Shots
+from mast.judge.prompt.tokens import estimate_tokens
 from mast.traces.datasets import examples_path
 from mast.traces.model import Step, Trace
 

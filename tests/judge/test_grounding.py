@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import mast
-from mast.judge.grounding import ground
-from mast.judge.parse import parse_response
+from mast.judge.reply.grounding import ground
+from mast.judge.reply.parse import parse_response
 from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.traces.model import Step, StepKind, Trace
 

@@ -11,7 +11,7 @@ import pytest
 
 import mast
 from mast.judge.heuristic import RULE_MODES, heuristic_verdict
-from mast.judge.parse import parse_response
+from mast.judge.reply.parse import parse_response
 from mast.traces.model import Step, StepKind, Trace
 
 RULE_CODES = ["1.3", "1.5", "2.1", "3.1"]

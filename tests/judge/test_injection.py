@@ -24,13 +24,14 @@ import pytest
 
 from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.errors import VerdictParseError
-from mast.judge.fewshot import load_examples
 from mast.judge.judge import Judge
-from mast.judge.parse import parse_response
-from mast.judge.prompts import Prompt, render, step_header, step_text
+from mast.judge.prompt.fewshot import load_examples
+from mast.judge.prompt.render import render, step_header, step_text
+from mast.judge.prompt.types import Prompt
 from mast.judge.providers import CallConfig
 from mast.judge.providers.anthropic import AnthropicProvider
 from mast.judge.providers.openai import OpenAIProvider
+from mast.judge.reply.parse import parse_response
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Step, Trace

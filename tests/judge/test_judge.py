@@ -13,9 +13,9 @@ import pytest
 from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.errors import AuthError
 from mast.judge.annotation import Annotation
-from mast.judge.fewshot import load_examples
 from mast.judge.judge import Judge, context_window
-from mast.judge.prompts import render
+from mast.judge.prompt.fewshot import load_examples
+from mast.judge.prompt.render import render
 from mast.judge.verdict import verdict_json_schema
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
@@ -494,10 +494,10 @@ def test_unknown_price_and_unreported_usage_give_no_cost(
     "module",
     [
         "mast.judge.judge",
-        "mast.judge.prompts",
+        "mast.judge.prompt.render",
         "mast.judge.annotation",
-        "mast.judge.pricing",
-        "mast.judge.usage",
+        "mast.judge.providers.pricing",
+        "mast.judge.providers.usage",
         "mast.judge.windows",
         "mast.cli.demo",
         "mast.judge.providers",

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import mast
-from mast.judge.fewshot import load_examples
-from mast.judge.leak import leaked
+from mast.judge.prompt.fewshot import load_examples
+from mast.judge.prompt.leak import leaked
 from mast.traces.model import Step, Trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -58,7 +58,7 @@ def _ww_trace(path: Path) -> Trace:
 
 
 def test_the_pool_is_dropped_only_on_its_own_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mast.judge.excerpts import load_pool
+    from mast.judge.prompt.excerpts import load_pool
 
     pool = load_pool()
     # Runs among the fixtures that excerpts were cut from (path below tests/fixtures).
@@ -76,7 +76,7 @@ def test_the_pool_is_dropped_only_on_its_own_runs(monkeypatch: pytest.MonkeyPatc
         assert leaked(pool, trace) == own(path), path
     # Without the corpus's shared text (Magentic-One's ledger template lines, the CaptainAgent
     # terminal's fixed reply), excerpts are dropped on runs they do not come from.
-    import mast.judge.leak as leak_module
+    import mast.judge.prompt.leak as leak_module
 
     monkeypatch.setattr(leak_module, "shared_text", lambda: frozenset())
     wrong = [p.name for p, t in traces.items() if leaked(pool, t) != own(p)]
@@ -86,7 +86,7 @@ def test_the_pool_is_dropped_only_on_its_own_runs(monkeypatch: pytest.MonkeyPatc
 def test_a_run_rebuilt_from_an_excerpts_source_drops_only_that_excerpt() -> None:
     import json
 
-    from mast.judge.excerpts import load_pool
+    from mast.judge.prompt.excerpts import load_pool
 
     pool = load_pool()
     sources = json.loads((FIXTURES / "excerpt_sources.json").read_text(encoding="utf-8"))
@@ -100,9 +100,9 @@ def test_a_run_rebuilt_from_an_excerpts_source_drops_only_that_excerpt() -> None
 
 
 def test_partial_overlap_is_kept_with_a_note() -> None:
-    from mast.judge.excerpts import load_pool
-    from mast.judge.leak import partial
-    from mast.judge.shots import Shots
+    from mast.judge.prompt.excerpts import load_pool
+    from mast.judge.prompt.leak import partial
+    from mast.judge.prompt.shots import Shots
 
     pool = load_pool()
     ex = next(e for e in pool if e.id == "ww-ag27-confirms-after-done")

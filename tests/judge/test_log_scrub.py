@@ -1,4 +1,4 @@
-"""The log filter of mast.judge.log_scrub: URL credentials and judges' secrets never reach a
+"""The log filter of mast.privacy.log_scrub: URL credentials and judges' secrets never reach a
 log record of mast's, httpx's, httpcore's, openai's or anthropic's loggers."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mast.judge import log_scrub
-from mast.judge.scrub import Scrubber
+from mast.privacy import log_scrub
+from mast.privacy.scrub import Scrubber
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mast"
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-import mast.judge.offload as offload
-from mast.judge.offload import ProcessPool, off_loop, use_process_pool
-from mast.judge.redact import Redactor
+import mast.judge.offload.loop as offload
+from mast.judge.offload.loop import ProcessPool, off_loop, use_process_pool
+from mast.privacy.redact import Redactor
 from mast.traces.model import Step, Trace
 
 
@@ -112,11 +112,11 @@ def test_needs_a_worker() -> None:
         ProcessPool(0)
 
 
-@pytest.mark.parametrize("name", ["offload", "process_pool", "offload_worker"])
+@pytest.mark.parametrize("name", ["loop", "pool", "worker"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib
 
-    module = importlib.import_module(f"mast.judge.{name}")
+    module = importlib.import_module(f"mast.judge.offload.{name}")
     result = doctest.testmod(module, raise_on_error=False)
     assert result.attempted >= 1 and result.failed == 0

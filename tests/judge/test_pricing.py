@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mast.errors import MastError
-from mast.judge.pricing import DEFAULT_PRICES, PriceTable, price_table
-from mast.judge.usage import Usage
+from mast.judge.providers.pricing import DEFAULT_PRICES, PriceTable, price_table
+from mast.judge.providers.usage import Usage
 
 
 def test_snapshots_and_aliases_cost_what_their_base_model_costs() -> None:

@@ -9,17 +9,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mast.judge.fewshot import load_examples
-from mast.judge.parse import parse_response
-from mast.judge.prompts import (
-    Prompt,
-    WindowInfo,
-    estimate_tokens,
-    render,
-    render_repair,
-    render_system,
-    step_header,
-)
+from mast.judge.prompt.fewshot import load_examples
+from mast.judge.prompt.render import render, render_repair, render_system, step_header
+from mast.judge.prompt.types import Prompt, WindowInfo, estimate_tokens
+from mast.judge.reply.parse import parse_response
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Step, Trace

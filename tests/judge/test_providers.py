@@ -20,7 +20,8 @@ from mast.errors import (
     ProviderTimeout,
     RateLimitError,
 )
-from mast.judge.prompts import Prompt, render
+from mast.judge.prompt.render import render
+from mast.judge.prompt.types import Prompt
 from mast.judge.providers import CallConfig, Completion, Provider, get_provider, parse_model
 from mast.judge.providers._errors import retry_after_seconds
 from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS, TOOL_NAME, supports_json_output

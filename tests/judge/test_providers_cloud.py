@@ -14,7 +14,8 @@ import pytest
 import mast
 from fake_llm_server import FakeLLMServer, Reply
 from mast.errors import AuthError
-from mast.judge.prompts import Prompt, render
+from mast.judge.prompt.render import render
+from mast.judge.prompt.types import Prompt
 from mast.judge.providers import CallConfig, Completion, Provider, get_provider, parse_model
 from mast.traces.loaders import load_trace
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from fake_llm_server import FakeLLMServer, Reply
 from mast.judge.judge import Judge
-from mast.judge.redact import DEFAULT_PATTERNS, Redactor, SecretPattern, placeholder, redact
+from mast.privacy.redact import DEFAULT_PATTERNS, Redactor, SecretPattern, placeholder, redact
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import Step, Trace
 from redaction_corpus import secrets
@@ -458,7 +458,7 @@ def test_mast_annotate_redaction_options(
 def test_docstring_examples() -> None:
     import doctest
 
-    import mast.judge.redact
+    import mast.privacy.redact
 
-    result = doctest.testmod(mast.judge.redact, raise_on_error=False)
+    result = doctest.testmod(mast.privacy.redact, raise_on_error=False)
     assert result.attempted > 0 and result.failed == 0

@@ -18,8 +18,8 @@ import pytest
 
 from fake_llm_server import FakeLLMServer, Reply, verdict_json
 from mast.judge.judge import Judge
-from mast.judge.prompts import render
-from mast.judge.redact import DEFAULT_PATTERNS, Redactor
+from mast.judge.prompt.render import render
+from mast.privacy.redact import DEFAULT_PATTERNS, Redactor
 from mast.taxonomy import load_taxonomy
 from redaction_corpus import PLACES, Case, kept, leaks, lookalikes, secrets
 

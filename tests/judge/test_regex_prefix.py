@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from mast.judge.redact import DEFAULT_PATTERNS
-from mast.judge.regex_prefix import literal_prefixes
-from mast.judge.secret_patterns import SecretPattern
+from mast.privacy.redact import DEFAULT_PATTERNS
+from mast.privacy.regex_prefix import literal_prefixes
+from mast.privacy.secret_patterns import SecretPattern
 from redaction_corpus import lookalikes, secrets
 
 

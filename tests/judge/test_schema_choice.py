@@ -12,10 +12,10 @@ import pytest
 
 from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.errors import ProviderError
-from mast.judge.answer_format import answer_schema
 from mast.judge.judge import Judge
+from mast.judge.prompt.answer_format import answer_schema
 from mast.judge.providers._base import CallConfig
-from mast.judge.schema_choice import inline_schema, refuses_schema
+from mast.judge.providers.schema_choice import inline_schema, refuses_schema
 from mast.taxonomy import load_taxonomy
 from mast.traces.loaders import load_trace
 from mast.traces.model import Trace

@@ -1,4 +1,4 @@
-"""A reply's own key for check marks (judge/symbol_legend.py): honoured when it inverts the
+"""A reply's own key for check marks (judge/reply/symbol_legend.py): honoured when it inverts the
 usual meaning, ignored when it is no legend or cannot be read. The reply corpus
 (tests/fixtures/replies/71-*, 72-*) covers whole replies."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import mast
-from mast.judge.symbol_legend import apply_legend
+from mast.judge.reply.symbol_legend import apply_legend
 
 CODES = mast.load_taxonomy().codes
 

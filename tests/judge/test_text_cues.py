@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mast.judge.echo import answer_blocks
-from mast.judge.parse import _code_of, _names
-from mast.judge.textformat import may_answer, normalize_markup, read_text_format
+from mast.judge.reply.echo import answer_blocks
+from mast.judge.reply.parse import _code_of, _names
+from mast.judge.reply.textformat import may_answer, normalize_markup, read_text_format
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 TAX = load_taxonomy()
@@ -162,7 +162,7 @@ def test_docstring_examples(module: str) -> None:
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module(f"mast.judge.{module}"))
+    result = doctest.testmod(importlib.import_module(f"mast.judge.reply.{module}"))
     assert result.failed == 0 and result.attempted > 0
 
 

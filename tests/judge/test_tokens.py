@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mast.judge import tokens
-from mast.judge.tokens import count_tokens, encoding_for, estimate_tokens
+from mast.judge.prompt import tokens
+from mast.judge.prompt.tokens import count_tokens, encoding_for, estimate_tokens
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

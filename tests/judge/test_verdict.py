@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mast.errors import MastError, VerdictParseError
-from mast.judge.parse import normalize_step_id, parse_response
+from mast.judge.reply.parse import normalize_step_id, parse_response
 from mast.judge.verdict import Evidence, Finding, Verdict, verdict_json_schema
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import FailureVector

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fake_llm_server import FakeLLMServer, Recorded, Reply
 from mast.judge.judge import Judge
-from mast.judge.prompts import CHARS_PER_TOKEN, WindowInfo
+from mast.judge.prompt.types import CHARS_PER_TOKEN, WindowInfo
 from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.judge.windows import WindowResult, merge, mode_kinds
 from mast.taxonomy import load_taxonomy

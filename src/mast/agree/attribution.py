@@ -46,7 +46,7 @@ import numpy as np
 
 from mast.judge.annotation import Annotation
 from mast.judge.attribution import DecisiveError, normalize_agent, step_number
-from mast.judge.parse import normalize_step_id
+from mast.judge.reply.parse import normalize_step_id
 from mast.traces.model import Trace
 
 if TYPE_CHECKING:

@@ -218,7 +218,7 @@ def _self_consistency(anns: Sequence[Annotation]) -> tuple[str, _Table] | None:
 
 
 def _grounding_table(runs: Mapping[str, Sequence[Annotation]]) -> _Table | None:
-    from mast.judge.grounding import grounded_share
+    from mast.judge.reply.grounding import grounded_share
 
     shares = {name: grounded_share(a.findings for a in anns if a.ok) for name, anns in runs.items()}
     codes = sorted({c for share in shares.values() for c in share}, key=_code_order)

@@ -14,7 +14,7 @@ first record that uses it carries its cost, and every later use is a free cache 
 keeps the cost in a results file equal to what was paid, once.
 
 >>> import tempfile
->>> from mast.judge.usage import Usage
+>>> from mast.judge.providers.usage import Usage
 >>> from mast.judge.providers import Completion
 >>> with tempfile.TemporaryDirectory() as tmp, ResponseCache(tmp) as cache:
 ...     cache.put("k1", Completion("answer", Usage(input_tokens=10, output_tokens=2),
@@ -42,7 +42,7 @@ from typing import Any
 from mast.bulk.cache_trouble import CacheWarning, is_corrupt, move_aside
 from mast.errors import MastError
 from mast.judge.providers import Completion
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 
 __all__ = [
     "CACHE_FILE",

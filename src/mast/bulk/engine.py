@@ -41,9 +41,9 @@ from mast.errors import (
 )
 from mast.judge.annotation import Annotation
 from mast.judge.judge import Judge, Send
-from mast.judge.prompts import CHARS_PER_TOKEN, Prompt
+from mast.judge.prompt.types import CHARS_PER_TOKEN, Prompt
 from mast.judge.providers import Completion
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 from mast.traces.model import FailureVector, Trace
 
 log = logging.getLogger("mast.bulk.runner")

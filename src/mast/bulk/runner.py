@@ -62,8 +62,8 @@ from mast.errors import (
 )
 from mast.judge.helpers import run_sync as _run_sync
 from mast.judge.judge import Judge
-from mast.judge.offload import use_process_pool
-from mast.judge.process_pool import ProcessPool, default_workers
+from mast.judge.offload.loop import use_process_pool
+from mast.judge.offload.pool import ProcessPool, default_workers
 from mast.traces.model import Trace
 
 __all__ = [
@@ -108,7 +108,7 @@ async def aannotate_many(
 
     ``limiter`` replaces the run's own ``rpm`` / ``tpm`` limiter with one shared by several
     runs, which may also keep a shared budget (the Ray engine, :mod:`mast.bulk.distributed`).
-    ``process_pool`` may also be a :class:`~mast.judge.process_pool.ProcessPool` made in
+    ``process_pool`` may also be a :class:`~mast.judge.offload.pool.ProcessPool` made in
     this event loop, to share its processes between runs (the caller closes it).
     """
     owned = not isinstance(process_pool, ProcessPool)
@@ -371,11 +371,11 @@ def annotate_many(
         ``run`` holds what was done, or ``"return"`` it with ``run.summary.stopped`` set.
     process_pool:
         Where the CPU work of very long traces (redaction, rendering, parsing; from
-        :data:`~mast.judge.offload.PROCESS_CHARS` characters on) runs: ``True`` (default)
+        :data:`~mast.judge.offload.loop.PROCESS_CHARS` characters on) runs: ``True`` (default)
         in up to one worker process per spare core, started when the first such trace
         arrives and stopped at the end of the run (by default not with ``concurrency=1``:
         one trace in flight leaves nothing to overlap); a number of processes; or ``False``
-        for a thread of this process (see :mod:`mast.judge.offload`). Results are the
+        for a thread of this process (see :mod:`mast.judge.offload.loop`). Results are the
         same either way; a job a process cannot do goes to the thread.
 
     Returns

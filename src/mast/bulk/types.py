@@ -16,8 +16,8 @@ from typing import TypeVar
 from mast.bulk.progress import format_duration
 from mast.errors import MastError, ProviderError, RateLimitError
 from mast.judge.annotation import Annotation
-from mast.judge.grounding import grounded_share
 from mast.judge.judge import Judge
+from mast.judge.reply.grounding import grounded_share
 from mast.judge.verdict import Finding
 
 T = TypeVar("T")

@@ -141,7 +141,7 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
 def _judge(model: str, args: argparse.Namespace) -> Any:
     """The judge for ``model`` from the command's options, or an exit code."""
     from mast.judge.judge import Judge
-    from mast.judge.redact import Redactor
+    from mast.privacy.redact import Redactor
 
     redact: bool | Redactor = not args.no_redact
     if args.redact_pattern:

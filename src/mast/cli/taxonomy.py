@@ -23,7 +23,7 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
 
     tax = load_taxonomy(args.path, verification=args.verification)
     if args.examples is not None:
-        from mast.judge.excerpts import load_pool, pool_table
+        from mast.judge.prompt.excerpts import load_pool, pool_table
 
         pool = load_pool(args.examples or None, taxonomy=tax)
         print(pool_table(pool, tax))

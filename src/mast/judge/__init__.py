@@ -4,7 +4,7 @@ code that knows an SDK), answer parsing and grounding, windows, redaction and pr
 """
 
 from mast._lazy import submodule_getattr
-from mast.judge.log_scrub import install as _install_log_scrub
+from mast.privacy.log_scrub import install as _install_log_scrub
 
 # mast's and the HTTP/SDK clients' log records never carry a URL's credentials.
 _install_log_scrub()

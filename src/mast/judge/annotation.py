@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mast.judge.attribution import DecisiveError
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 from mast.judge.verdict import Finding
 from mast.traces.model import FailureVector
 
@@ -106,7 +106,7 @@ class Annotation(BaseModel):
 
     redactions: dict[str, int] = Field(default_factory=dict)
     """Secrets replaced in the trace before it was judged, by type (e.g.
-    ``{"openai_key": 1}``; see :mod:`mast.judge.redact`). Quotes and evidence refer to the
+    ``{"openai_key": 1}``; see :mod:`mast.privacy.redact`). Quotes and evidence refer to the
     redacted text, which holds ``[REDACTED:<type>]`` where each secret was."""
 
     created_at: datetime = Field(default_factory=_now)

@@ -37,19 +37,13 @@ from typing import Any, Literal, get_args
 from mast.errors import AuthError, ContextLengthError, ProviderError
 from mast.judge.annotation import Annotation, Status
 from mast.judge.attribution import DecisiveError
-from mast.judge.attribution_grounding import ground_attribution
 from mast.judge.judge import Judge
-from mast.judge.lenient_json import find_json_values
-from mast.judge.parse import normalize_step_id
-from mast.judge.prompts import (
-    Prompt,
-    _boundary,
-    _context_lines,
-    _render_steps,
-    _sha256,
-    _Templates,
-)
-from mast.judge.usage import Usage
+from mast.judge.prompt.render import _boundary, _context_lines, _render_steps, _Templates
+from mast.judge.prompt.types import Prompt, hash_parts
+from mast.judge.providers.usage import Usage
+from mast.judge.reply.attribution_grounding import ground_attribution
+from mast.judge.reply.lenient_json import find_json_values
+from mast.judge.reply.parse import normalize_step_id
 from mast.judge.verdict import Verdict
 from mast.traces.model import FailureVector, Trace
 
@@ -211,7 +205,7 @@ class AttributionJudge(Judge):
         return Prompt(
             system=self._attribution_system,
             user=user,
-            static_prefix_hash=_sha256(self._attribution_system),
+            static_prefix_hash=hash_parts(self._attribution_system),
             example_ids=(),
             boundary=fence,
             step_ids=tuple(s.id for s in shown),
@@ -282,7 +276,7 @@ class AttributionJudge(Judge):
             error = checked.decisive_error
             state.problems += [p for p in checked.problems]
         judge = self.describe()
-        judge["prompt_hash"] = _sha256(*state.hashes) if state.hashes else None
+        judge["prompt_hash"] = hash_parts(*state.hashes) if state.hashes else None
         judge["calls"] = state.calls
         cost, cost_note = self._cost(state.usage)
         return Annotation(
@@ -375,7 +369,7 @@ class AttributionJudge(Judge):
 
 
 def _in_step(quote: str, step: Any) -> bool:
-    from mast.judge.grounding import _norm, _quote_found, _step_text
+    from mast.judge.reply.grounding import _norm, _quote_found, _step_text
 
     return _quote_found(quote, _norm(_step_text(step)))
 

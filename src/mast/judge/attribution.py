@@ -9,10 +9,10 @@ the same :class:`DecisiveError` with more calls.
 
 This module reads those fields from JSON answers and from the MAST text format, merges
 them across windows, and normalises agent names for comparison (:func:`normalize_agent`);
-:mod:`mast.judge.attribution_grounding` checks them against the trace. A field that is
+:mod:`mast.judge.reply.attribution_grounding` checks them against the trace. A field that is
 missing or unreadable stays ``None``; it is never guessed.
 
->>> from mast.judge.parse import normalize_step_id
+>>> from mast.judge.reply.parse import normalize_step_id
 >>> e = read_decisive_error({"agent": "Coder", "step_id": "S4", "modes": ["1.3", "9.9"],
 ...                          "reason": "re-ran the same search"}, ["1.3", "2.6"], [],
 ...                         normalize_step_id)
@@ -170,7 +170,7 @@ def _text(value: Any) -> str | None:
 
 
 Normalize = Callable[[object], str]
-"""The step-id normaliser (``mast.judge.parse.normalize_step_id``), passed in by the parser
+"""The step-id normaliser (``mast.judge.reply.parse.normalize_step_id``), passed in by the parser
 so that this module stays below it."""
 
 

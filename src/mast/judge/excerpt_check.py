@@ -10,7 +10,7 @@ mentions the reading's ``entity`` (default: its quote).
 :func:`run_messages` reads the messages of a run from a local copy of the datasets (one folder
 per dataset, laid out as in ``fewshot/README.md``, "Addressing").
 
->>> from mast.judge.excerpts import load_pool
+>>> from mast.judge.prompt.excerpts import load_pool
 >>> ex = load_pool()[0]
 >>> texts = {i: s.content for i, s in zip(ex.source.history, ex.steps)}
 >>> check_excerpt(ex, texts)
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mast.judge.excerpts import Excerpt, Source
+from mast.judge.prompt.excerpts import Excerpt, Source
 
 __all__ = ["CUT", "FOLDERS", "check_excerpt", "run_messages"]
 

@@ -68,7 +68,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mast.judge.grounding import ground
+from mast.judge.reply.grounding import ground
 from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, StepKind, Trace

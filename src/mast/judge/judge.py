@@ -9,7 +9,7 @@ and every mode ``None``. A failed call gives status ``"error"`` with the reason,
 
 Long traces are annotated in windows of whole steps when the prompt would not fit the
 context budget (see :mod:`mast.judge.windows`); tokens are estimated at
-:data:`~mast.judge.prompts.CHARS_PER_TOKEN` characters per token. The estimate is not
+:data:`~mast.judge.prompt.render.CHARS_PER_TOKEN` characters per token. The estimate is not
 refined from answers: windows that depended on which answer came first would make the
 same trace's prompts depend on run order, and a rerun would miss the cache and pay again;
 an estimate that proves too low costs one refused call, then smaller windows.
@@ -34,8 +34,6 @@ from typing import Any
 from mast._version import __version__
 from mast.errors import AuthError, ContextLengthError, ProviderError, VerdictParseError
 from mast.judge.annotation import Annotation
-from mast.judge.answer_format import AnswerMode, answer_schema, answer_settings, check_answer
-from mast.judge.attribution_grounding import ground_attribution
 from mast.judge.budget import (
     _DEFAULT_OUTPUT,
     _REASONING_OUTPUT,
@@ -45,30 +43,26 @@ from mast.judge.budget import (
     check_options,
     context_window,
 )
-from mast.judge.echo import Planted, folded_fields
-from mast.judge.grounding import EvidencePolicy, ground
 from mast.judge.helpers import run_sync as _run_sync
-from mast.judge.offload import off_loop
-from mast.judge.parse import find_planted, parse_response
-from mast.judge.pricing import PricesLike, PriceTable, price_table
-from mast.judge.prompts import (
-    CHARS_PER_TOKEN,
-    Prompt,
-    render,
-    render_repair,
-    render_system,
-    step_header,
-    step_text,
-)
+from mast.judge.offload.loop import off_loop
+from mast.judge.prompt.answer_format import AnswerMode, answer_schema, answer_settings, check_answer
+from mast.judge.prompt.render import render, render_repair, render_system, step_header, step_text
+from mast.judge.prompt.shots import FewShot, Shot, Shots
+from mast.judge.prompt.types import CHARS_PER_TOKEN, Prompt
 from mast.judge.providers import CallConfig, Completion, Provider, StructuredMode, get_provider
 from mast.judge.providers import parse_model as _parse_model
 from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
-from mast.judge.redact import Redactor
-from mast.judge.scrub import Scrubber, safe_url, url_credentials
-from mast.judge.shots import FewShot, Shot, Shots
-from mast.judge.usage import Usage
-from mast.judge.verdict import SchemaChoice, Verdict
+from mast.judge.providers.pricing import PricesLike, PriceTable, price_table
+from mast.judge.providers.schema_choice import SchemaChoice
+from mast.judge.providers.usage import Usage
+from mast.judge.reply.attribution_grounding import ground_attribution
+from mast.judge.reply.echo import Planted, folded_fields
+from mast.judge.reply.grounding import EvidencePolicy, ground
+from mast.judge.reply.parse import find_planted, parse_response
+from mast.judge.verdict import Verdict
 from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
+from mast.privacy.redact import Redactor
+from mast.privacy.scrub import Scrubber, safe_url, url_credentials
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector, Trace
 
@@ -97,11 +91,11 @@ class Judge:
         ``"openai/gpt-4.1"``, ``"anthropic/claude-sonnet-5-5"``, ``"openai/<name>"`` with
         ``base_url`` for any OpenAI-compatible server, or ``"heuristic"`` (offline rules).
     fewshot:
-        Worked examples shown before the trace (see :mod:`mast.judge.shots`): ``None``
+        Worked examples shown before the trace (see :mod:`mast.judge.prompt.shots`): ``None``
         (default) for enough excerpts of the bundled pool to give every mode a positive and
         a near miss, a number of excerpts (0 = zero-shot), a path of example files, or a
-        sequence of :class:`~mast.judge.fewshot.FewShotExample` /
-        :class:`~mast.judge.excerpts.Excerpt` to use as given.
+        sequence of :class:`~mast.judge.prompt.fewshot.FewShotExample` /
+        :class:`~mast.judge.prompt.excerpts.Excerpt` to use as given.
     temperature, max_tokens:
         Sampling settings. Reasoning models and Anthropic's current API take no temperature;
         the annotation records the temperature actually sent (``None`` when none was).
@@ -120,13 +114,15 @@ class Judge:
         Move evidence that fails grounding out of ``Finding.evidence`` (into ``dropped``).
     ungrounded:
         A positive answer without grounded evidence is kept (``"keep"``), kept and noted
-        (``"flag"``, default) or made ``None`` (``"unknown"``); see :mod:`~mast.judge.grounding`.
+        (``"flag"``, default) or made ``None`` (``"unknown"``); see
+        :mod:`~mast.judge.reply.grounding`.
     max_input_tokens:
         Most prompt tokens one request carries, even if the model takes more (else windows).
     samples:
         Independent judgments per trace in :func:`mast.annotate_many` (temperature > 0).
     prices:
-        Price overrides: a mapping, a YAML path or a :class:`~mast.judge.pricing.PriceTable`.
+        Price overrides: a mapping, a YAML path or a
+        :class:`~mast.judge.providers.pricing.PriceTable`.
     structured_output:
         How the JSON schema is requested: ``"auto"``, ``"json_schema"``, ``"tool"``
         (Anthropic) or ``"none"`` (only described in the prompt, for servers that reject
@@ -135,12 +131,12 @@ class Judge:
         Seconds per call (reasoning models can take minutes on a long trace).
     redact:
         Replace secrets in the trace (API keys, tokens, passwords, private keys; see
-        :mod:`mast.judge.redact`) with ``[REDACTED:<kind>]`` before it is rendered: ``True``
-        (default), ``False``, or a :class:`~mast.judge.redact.Redactor` with your own patterns.
+        :mod:`mast.privacy.redact`) with ``[REDACTED:<kind>]`` before it is rendered: ``True``
+        (default), ``False``, or a :class:`~mast.privacy.redact.Redactor` with your own patterns.
         The judge's own API key is removed from traces even with ``redact=False``.
     answer:
         ``"full"`` (every mode with evidence and rationale) or ``"compact"`` (absent modes are
-        ``false``: far fewer output tokens); see :mod:`mast.judge.answer_format`.
+        ``false``: far fewer output tokens); see :mod:`mast.judge.prompt.answer_format`.
     """
 
     def __init__(

@@ -27,8 +27,8 @@ where a present mode shows) and ``agent`` (who is responsible), and the answer n
 ``decisive_error`` for a failed run: who and when, in the same call (see
 :mod:`mast.judge.attribution`).
 
-Reading an answer into this shape is :mod:`mast.judge.parse`; checking its evidence against
-the trace is :mod:`mast.judge.grounding`.
+Reading an answer into this shape is :mod:`mast.judge.reply.parse`; checking its evidence against
+the trace is :mod:`mast.judge.reply.grounding`.
 
 >>> schema = verdict_json_schema(load_taxonomy())
 >>> sorted(schema["properties"]), len(schema["properties"]["modes"]["required"])
@@ -44,7 +44,6 @@ from pydantic import BaseModel, Field, model_validator
 
 from mast.errors import VerdictParseError
 from mast.judge.attribution import FIRST_STEP_PROPERTIES, DecisiveError, decisive_error_schema
-from mast.judge.schema_choice import SchemaChoice  # how the schema below is sent (re-exported)
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import FailureVector
 
@@ -52,7 +51,6 @@ __all__ = [
     "DecisiveError",
     "Evidence",
     "Finding",
-    "SchemaChoice",
     "Verdict",
     "VerdictParseError",
     "example_answer",
@@ -394,7 +392,7 @@ def _agent_at(agents: Mapping[str, str | None], step: str | None) -> str | None:
 # --------------------------------------------------------------------------- parsing
 
 
-# mast's fence lines (see mast.judge.prompts): <<<BEGIN MAST-TRACE-0123456789ABCDEF>>>.
+# mast's fence lines (see mast.judge.prompt.render): <<<BEGIN MAST-TRACE-0123456789ABCDEF>>>.
 
 
 # --------------------------------------------------------------------------- grounding

@@ -9,25 +9,22 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from mast.errors import (
     ContextLengthError,
 )
 from mast.judge.annotation import Annotation, Status
-from mast.judge.attribution_grounding import merge_window_attribution
 from mast.judge.budget import (
     _MAX_CONTEXT_RETRIES,
 )
-from mast.judge.offload import off_loop
-from mast.judge.prompts import (
-    Prompt,
-    WindowInfo,
-    render,
-)
+from mast.judge.offload.loop import off_loop
+from mast.judge.prompt.render import render
+from mast.judge.prompt.shots import Shot
+from mast.judge.prompt.types import Prompt, WindowInfo
 from mast.judge.providers import Completion
-from mast.judge.shots import Shot
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
+from mast.judge.reply.attribution_grounding import merge_window_attribution
 from mast.judge.verdict import Verdict
 from mast.judge.windows import (
     CARRY_OVER_MAX_CHARS,
@@ -40,10 +37,8 @@ from mast.judge.windows import (
     mode_kinds,
     plan_windows,
 )
+from mast.taxonomy import Taxonomy
 from mast.traces.model import Trace
-
-if TYPE_CHECKING:  # judge.py imports this module; Judge is only a type here
-    from mast.judge.judge import Judge
 
 
 @dataclass(frozen=True)
@@ -68,6 +63,23 @@ class _Outcome:
     completions: list[Completion] = field(default_factory=list)
 
 
+class _Judge(Protocol):
+    """What windowing needs of the :class:`~mast.judge.judge.Judge` that runs it (the judge
+    imports this module, so it is named by what it does, not by its class)."""
+
+    taxonomy: Taxonomy
+    context_tokens: int
+    _chars_per_token: float
+
+    def describe(self) -> dict[str, Any]: ...
+    def _step_costs(self, trace: Trace) -> list[int]: ...
+    async def _attempt(self, prompt: Prompt, trace: Trace) -> _Outcome: ...
+    def _cost(self, usage: Usage) -> tuple[float | None, list[str]]: ...
+    def _failed(
+        self, trace: Trace, ctx: _Context, start: float, error: str, problems: list[str]
+    ) -> Annotation: ...
+
+
 def _combined_hash(hashes: Sequence[str]) -> str:
     import hashlib
 
@@ -75,7 +87,7 @@ def _combined_hash(hashes: Sequence[str]) -> str:
 
 
 async def annotate_in_windows(
-    judge: Judge,
+    judge: _Judge,
     trace: Trace,
     ctx: _Context,
     start: float,
@@ -234,7 +246,7 @@ async def annotate_in_windows(
 
 
 async def _final_pass(
-    judge: Judge,
+    judge: _Judge,
     trace: Trace,
     ctx: _Context,
     results: Sequence[WindowResult],

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mast.judge.annotation import Status
-from mast.judge.prompts import WindowInfo
+from mast.judge.prompt.types import WindowInfo
 from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.traces.model import FailureVector
 

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, quote, unquote
 import jinja2
 
 from mast.errors import MissingDependencyError
-from mast.judge.prompts import steps_as_shown
+from mast.judge.prompt.render import steps_as_shown
 from mast.label.queue import LabelQueue, QueueError
 from mast.taxonomy import Taxonomy, load_taxonomy
 

@@ -33,8 +33,8 @@ from typing import Any
 
 from mast.errors import MastError
 from mast.judge.annotation import Annotation
-from mast.judge.redact import Redactor
 from mast.label.sampling import Candidate, Chosen, Strategy, sample
+from mast.privacy.redact import Redactor
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Trace
 

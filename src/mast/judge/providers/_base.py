@@ -21,9 +21,9 @@ from types import ModuleType
 from typing import Any, ClassVar, Literal
 
 from mast.errors import AuthError, MissingDependencyError, ProviderError
-from mast.judge.prompts import Prompt
+from mast.judge.prompt.types import Prompt
 from mast.judge.providers._errors import translate_error, unexpected_answer
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 
 StructuredMode = Literal["auto", "json_schema", "tool", "none"]
 

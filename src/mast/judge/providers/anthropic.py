@@ -16,9 +16,9 @@ import json
 import re
 from typing import Any
 
-from mast.judge.prompts import Prompt
+from mast.judge.prompt.types import Prompt
 from mast.judge.providers._base import CallConfig, Completion, Provider, StructuredMode, import_sdk
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 
 TOOL_NAME = "record_mast_verdict"
 # Adaptive thinking (on by default in current models) spends output tokens before the answer.

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from mast.judge.prompts import Prompt
+from mast.judge.prompt.types import Prompt
 from mast.judge.providers._base import CallConfig, Completion, Provider, import_sdk
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 
 DEFAULT_URL = "https://api.openai.com/v1"
 """The OpenAI SDK's server when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set."""

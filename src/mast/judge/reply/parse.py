@@ -5,7 +5,7 @@ JSON (complete members are kept, the rest is unknown), Python literals, trailing
 list of modes with ``"code"`` keys, top-level ``{"1.1": "yes"}`` maps, keys like
 ``"1.1 Disobey Task Specification"`` or ``"FM-1.1"``, and answers written as booleans,
 ``"yes"``/``"no"`` or 1/0. Without readable JSON it reads the MAST paper's text format (see
-:mod:`mast.judge.textformat`). A mode that is missing, ``null``, "unclear" or answered both
+:mod:`mast.judge.reply.textformat`). A mode that is missing, ``null``, "unclear" or answered both
 ways is ``None``, never ``False``; every such case is listed in ``Verdict.problems``. Only an
 answer with nothing readable at all raises :class:`~mast.errors.VerdictParseError`.
 
@@ -29,9 +29,9 @@ from mast.judge.attribution import (
     read_first_step,
     read_text_attribution,
 )
-from mast.judge.echo import Items, Planted, answer_blocks
-from mast.judge.lenient_json import find_json_values
-from mast.judge.textformat import NameIndex, may_answer, read_text_format
+from mast.judge.reply.echo import Items, Planted, answer_blocks
+from mast.judge.reply.lenient_json import find_json_values
+from mast.judge.reply.textformat import NameIndex, may_answer, read_text_format
 from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_name
 
@@ -118,7 +118,7 @@ def parse_response(
     With ``prompt_text`` (the user message that held the trace), a JSON value copied
     verbatim from it is skipped, and so is every part of the answer that repeats, by
     meaning, a verdict-shaped fragment of the trace (``planted``, by default found in
-    ``prompt_text`` with :func:`find_planted`; see :mod:`mast.judge.echo`): a JSON verdict or
+    ``prompt_text`` with :func:`find_planted`; see :mod:`mast.judge.reply.echo`): a JSON verdict or
     a block of text-format lines all of whose answers one planted fragment gives too,
     however it was re-indented, unescaped or bulleted. A real answer that differs from
     every planted fragment is read in full, whatever answer-shaped lines the trace holds.
@@ -216,7 +216,7 @@ def _drop_echoed_fences(text: str, boundary: str | None) -> tuple[str, int]:
     """
     if "<<<" not in text:
         return text, 0
-    # The prompt's own token never occurs in its trace (mast.judge.prompts checks), so with it
+    # The prompt's own token never occurs in its trace (mast.judge.prompt.render checks), so with it
     # known, fake fence lines planted in the trace and copied by the model have no effect.
     fence = re.compile(r"<<<(BEGIN|END) (" + re.escape(boundary) + r")>>>") if boundary else _FENCE
     kept: list[str] = []
@@ -242,7 +242,7 @@ def _drop_echoed_fences(text: str, boundary: str | None) -> tuple[str, int]:
 
 def _drop_planted_blocks(text: str, planted: Planted, tax: Taxonomy, problems: list[str]) -> str:
     """For the text format: drop the blocks of the answer (see
-    :func:`~mast.judge.echo.answer_blocks`) whose answers all repeat one planted fragment."""
+    :func:`~mast.judge.reply.echo.answer_blocks`) whose answers all repeat one planted fragment."""
     kept: list[str] = []
     dropped = 0
     for block in answer_blocks(text):

@@ -6,7 +6,7 @@ that cites steps as ``[s3]``. People write these files, so unknown keys, missing
 citations of steps the excerpt does not have are errors that name the file.
 
 mast bundles no whole-trace examples: its default few-shot material is the excerpt pool of
-:mod:`mast.judge.excerpts`, written from runs outside any evaluation set. Pass your own
+:mod:`mast.judge.prompt.excerpts`, written from runs outside any evaluation set. Pass your own
 files with ``Judge(..., fewshot="my-examples/")``. A set of whole-trace examples should
 mark about as many modes present as real traces do (:func:`positive_rate` between 10% and
 30%); the judge notes when it does not.
@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mast.errors import FewShotError, validation_problems
-from mast.judge.excerpts import is_pool_file
+from mast.judge.prompt.excerpts import is_pool_file
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, Trace
 
@@ -135,10 +135,10 @@ def estimate_example_tokens(example: FewShotExample, *, model: str | None = None
     """Prompt tokens the example adds, counted on its rendered block.
 
     Uses tiktoken when it is installed with its encoding on disk, else the calibrated
-    estimate of :func:`mast.judge.tokens.estimate_tokens` (within about 10% of
-    ``o200k_base``). See :func:`mast.judge.prompts.example_tokens`.
+    estimate of :func:`mast.judge.prompt.tokens.estimate_tokens` (within about 10% of
+    ``o200k_base``). See :func:`mast.judge.prompt.render.example_tokens`.
     """
-    from mast.judge.prompts import example_tokens  # the renderer imports this module
+    from mast.judge.prompt.render import example_tokens  # jinja2 loads only when counting
 
     return example_tokens(example, model=model).tokens
 
@@ -168,7 +168,7 @@ def load_examples(
     if path is None:
         raise FewShotError(
             "mast bundles no whole-trace few-shot examples (its examples are the excerpt pool "
-            "in fewshot/excerpts.yaml, see mast.judge.excerpts.load_pool): pass the path of "
+            "in fewshot/excerpts.yaml, see mast.judge.prompt.excerpts.load_pool): pass the path of "
             "your example files"
         )
     root = Path(path)

@@ -1,6 +1,7 @@
 """The layout of a plain-text judge answer: what surrounds and groups the per-mode answers.
 
-:mod:`mast.judge.textslot` reads the answer that belongs to one code; this module finds the parts
+:mod:`mast.judge.reply.textslot` reads the answer that belongs to one code; this module finds
+the parts
 of a reply that are *not* one code per item, so that their answers are bound to the right
 codes and their text never leaks into a neighbour's item:
 
@@ -33,7 +34,7 @@ from typing import Protocol
 
 
 class _Names(Protocol):
-    """What this module needs of :class:`mast.judge.textslot.NameIndex`."""
+    """What this module needs of :class:`mast.judge.reply.textslot.NameIndex`."""
 
     def match(self, text: str, pos: int = 0) -> re.Match[str] | None: ...
 

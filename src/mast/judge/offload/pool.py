@@ -11,7 +11,7 @@ cannot do a job (the job does not pickle, a process would not start or died, the
 raised); the caller then does the job in a thread, as it would without a pool. A pool
 whose process died or would not start is not used again in that run.
 
-Workers are fresh interpreters (``python -c``, see :mod:`mast.judge.offload_worker`): not
+Workers are fresh interpreters (``python -c``, see :mod:`mast.judge.offload.worker`): not
 ``fork`` (unsafe once the parent runs threads) and not :mod:`multiprocessing`'s ``spawn``
 (which re-runs the user's script in each child, and with it any calls it makes).
 
@@ -41,25 +41,25 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from mast.judge.offload_worker import SHARED_SEQUENCES, context, shared
-from mast.judge.redact import Redactor
+from mast.judge.offload.worker import SHARED_SEQUENCES, context, shared
+from mast.privacy.redact import Redactor
 from mast.taxonomy import Taxonomy
 
 __all__ = ["PROCESS_CHARS", "ProcessPool", "default_workers", "dumps"]
 
-log = logging.getLogger("mast.judge.offload")
+log = logging.getLogger("mast.judge.offload.loop")
 
 _HEADER = 8
 _BOOT = (
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-    "from mast.judge.offload_worker import main; main()"
+    "from mast.judge.offload.worker import main; main()"
 )
 _MAX_DEFAULT_WORKERS = 4
 READY = b"R"  # what a worker sends once it is ready for jobs
 
 PROCESS_CHARS = 25_000
 """Default :attr:`ProcessPool.min_chars`: the characters a job works through from which a
-worker process does it (see :func:`mast.judge.offload.off_loop`; the judge passes the
+worker process does it (see :func:`mast.judge.offload.loop.off_loop`; the judge passes the
 trace's length for redaction and rendering, the prompt's, static part included, for
 parsing and grounding). Measured on the bench's 200 MAD-size traces on 2 cores: from 25k
 on, the event-loop thread used 2.2 s of CPU and the worker 2.25 s; from 50k on, 2.7-2.9 s
@@ -89,7 +89,7 @@ def _is_context(obj: Any) -> bool:
 
 class _Pickler(pickle.Pickler):
     """Sends the library's shared objects (see
-    :data:`~mast.judge.offload_worker.SHARED_SEQUENCES`) by reference, and contexts (see
+    :data:`~mast.judge.offload.worker.SHARED_SEQUENCES`) by reference, and contexts (see
     :func:`_is_context`) as keys, pickling each context once into ``contexts``."""
 
     index: ClassVar[dict[int, tuple[Any, tuple[str, str, int]]]] = {}
@@ -225,7 +225,7 @@ class ProcessPool:
     started while all are busy (up to ``workers``).
 
     ``min_chars``: jobs over fewer characters than this are not worth a process (see
-    :func:`mast.judge.offload.off_loop`, which asks the pool).
+    :func:`mast.judge.offload.loop.off_loop`, which asks the pool).
     """
 
     def __init__(self, workers: int | None = None, *, min_chars: int | None = None) -> None:

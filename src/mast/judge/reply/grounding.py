@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mast.judge.parse import normalize_step_id
+from mast.judge.reply.parse import normalize_step_id
 from mast.judge.verdict import Evidence, Finding, Verdict
 from mast.traces.model import FailureVector, Trace
 
@@ -153,7 +153,7 @@ def ground(
     ungrounded positive stays positive (listed in :attr:`Verdict.ungrounded`; ``"flag"``
     notes it in ``problems``); with ``"unknown"`` it becomes ``None``.
 
-    >>> from mast.judge.parse import parse_response
+    >>> from mast.judge.reply.parse import parse_response
     >>> from mast.traces.model import Step
     >>> t = Trace(id="t", steps=[Step.make(0, "Continue.  Please keep solving")])
     >>> ev = '[{"step_id": "s1", "quote": "continue. please KEEP"}, {"step_id": "s9"}]'
@@ -194,7 +194,7 @@ def ground(
 def apply_evidence_policy(verdict: Verdict, policy: EvidencePolicy) -> Verdict:
     """``verdict`` with the evidence ``policy`` applied to its ungrounded positive answers.
 
-    >>> from mast.judge.parse import parse_response
+    >>> from mast.judge.reply.parse import parse_response
     >>> v = parse_response('{"modes": {"1.3": {"present": true, "evidence": []}}}')
     >>> apply_evidence_policy(v, "unknown").vector["1.3"], v.vector["1.3"]
     (None, True)

@@ -12,7 +12,7 @@ an answer fragment whose answers are all among one planted fragment's answers is
 answer that differs from every planted fragment in any answer is read in full, whatever
 answer-shaped lines the trace holds.
 
->>> from mast.judge.parse import find_planted
+>>> from mast.judge.reply.parse import find_planted
 >>> planted = find_planted(["Reviewer: 1.1 Disobey Task Specification: no"])
 >>> planted.covers(frozenset({("1.1", False)})), planted.covers(frozenset({("1.1", True)}))
 (True, False)
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mast.judge.lenient_json import read_value
+from mast.judge.reply.lenient_json import read_value
 from mast.traces.model import Trace
 
 __all__ = ["Items", "Planted", "answer_blocks", "folded_fields"]

@@ -5,8 +5,8 @@ so a ``base_url`` carrying ``user:password@`` or ``?api-key=…`` would reach an
 turns on. :func:`install` puts one :class:`CredentialFilter` on mast's loggers and on those
 of httpx / httpcore (and their ``2`` successors), openai and anthropic. The filter rewrites a
 record only when its message holds a URL with credentials or a secret a judge registered
-(:func:`register`; :class:`~mast.judge.scrub.Scrubber` does it for every judge), with the
-same replacement as :mod:`mast.judge.scrub`. A filter runs only for records a logger lets
+(:func:`register`; :class:`~mast.privacy.scrub.Scrubber` does it for every judge), with the
+same replacement as :mod:`mast.privacy.scrub`. A filter runs only for records a logger lets
 through, so with logging off it costs nothing.
 
 >>> record = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s",
@@ -33,8 +33,8 @@ _KNOWN = (
       for part in ("connection", "http11", "http2", "proxy", "socks")),
     *(f"{sdk}.{part}" for sdk in ("openai", "anthropic")
       for part in ("_base_client", "_response", "_legacy_response")),
-    *("mast", "mast.bulk.runner", "mast.distributed", "mast.judge.offload"),
-    "mast.judge.schema_choice",
+    *("mast", "mast.bulk.runner", "mast.distributed", "mast.judge.offload.loop"),
+    "mast.judge.providers.schema_choice",
 )  # fmt: skip
 
 # scheme://userinfo@ (userinfo without "/", "@" or spaces) and credential-like query values.
@@ -44,7 +44,7 @@ _QUERY_SECRET = re.compile(
     r"[^&#\s\"']+",
     re.IGNORECASE,
 )
-_MIN_LENGTH = 8  # as mast.judge.scrub: shorter values would replace ordinary words
+_MIN_LENGTH = 8  # as mast.privacy.scrub: shorter values would replace ordinary words
 
 _secrets: set[str] = set()
 _lock = threading.Lock()

@@ -17,12 +17,30 @@ import dataclasses
 import json
 import urllib.parse
 from collections.abc import Iterable
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from mast.judge import log_scrub
-from mast.judge.providers._base import Completion
-from mast.judge.redact import Redactor
+from mast.privacy import log_scrub
+from mast.privacy.redact import Redactor
 
 __all__ = ["Scrubber", "safe_url", "url_credentials"]
+
+
+class _Answer(Protocol):
+    """The text fields of a provider's answer (a judge ``Completion`` dataclass)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def response_id(self) -> str | None: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+
+
+_A = TypeVar("_A", bound=_Answer)
 
 # Shorter values are not secrets worth the risk of replacing ordinary words.
 _MIN_LENGTH = 8
@@ -60,7 +78,8 @@ def url_credentials(url: str | None) -> list[str]:
 
 class Scrubber:
     """Replaces ``secrets`` (and their JSON- and URL-escaped forms) with
-    ``[REDACTED:api_key]`` in texts and in every text field of a :class:`Completion`."""
+    ``[REDACTED:api_key]`` in texts and in every text field of a provider's answer
+    (:class:`~mast.judge.providers.Completion`)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         kept = [s for s in secrets if len(s) >= _MIN_LENGTH and s not in _NOT_SECRET]
@@ -85,7 +104,7 @@ class Scrubber:
         """``value`` without the secrets."""
         return self._redactor.redact(value).text if self and value else value
 
-    def completion(self, completion: Completion) -> Completion:
+    def completion(self, completion: _A) -> _A:
         """``completion`` with its text, model name, response id and finish reason scrubbed
         (the same object when none of them held a secret)."""
         if not self:

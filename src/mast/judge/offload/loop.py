@@ -6,7 +6,7 @@ that every other trace's calls would wait. :func:`off_loop` runs such work elsew
 the text is long, and inline when it is short, where moving it would cost more than it
 saves:
 
-* in a worker process of the run's :class:`~mast.judge.process_pool.ProcessPool`, when
+* in a worker process of the run's :class:`~mast.judge.offload.pool.ProcessPool`, when
   :func:`use_process_pool` set one up (:func:`mast.annotate_many` does, by default), so
   another core does the work: from :data:`PROCESS_CHARS` characters on;
 * otherwise, or when the pool cannot do the job, in a worker thread from
@@ -30,7 +30,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from mast.judge.process_pool import PROCESS_CHARS, ProcessPool
+from mast.judge.offload.pool import PROCESS_CHARS, ProcessPool
 
 __all__ = ["OFF_LOOP_CHARS", "PROCESS_CHARS", "ProcessPool", "current_pool", "off_loop"]
 

@@ -1,6 +1,6 @@
 """Reading the answer slot of one mode: the words after a code that say yes, no or unknown.
 
-:mod:`mast.judge.textformat` finds which text belongs to which code; this module reads that
+:mod:`mast.judge.reply.textformat` finds which text belongs to which code; this module reads that
 text. After the echoed mode name (known names and aliases of every code, the official
 template's names, or a short label before ``:``/``|``/`` - ``) comes the **answer slot**:
 

@@ -8,7 +8,7 @@ Most modes of most traces are absent, so most of that output is ``"evidence": []
 In the **compact** answer a mode is ``false`` (absent: one token), ``null`` (the trace does
 not allow a decision) or the full object (present: evidence, rationale and who/when as in
 the full answer). ``summary``, ``decisive_error`` and ``task_completed`` stay as they are.
-The reader (:func:`mast.judge.parse.parse_response`) reads both shapes: ``false`` is False,
+The reader (:func:`mast.judge.reply.parse.parse_response`) reads both shapes: ``false`` is False,
 ``null`` and a missing code are None (unknown, never False), an object is read as in the
 full answer. What is lost is the rationale for absent modes.
 

@@ -15,7 +15,7 @@ nothing about which run an example came from, so it is not evidence of a leak:
   :func:`partial` names it ("may come from this trace").
 
 >>> from mast.traces.model import Step, Trace
->>> from mast.judge.excerpts import load_pool
+>>> from mast.judge.prompt.excerpts import load_pool
 >>> pool = load_pool()
 >>> trace = Trace(id="t", steps=[Step.make(0, "unrelated text " * 10)])
 >>> leaked(pool, trace)

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mast.judge.regex_prefix import literal_prefixes
+from mast.privacy.regex_prefix import literal_prefixes
 
 __all__ = ["DEFAULT_PATTERNS", "SecretPattern", "placeholder"]
 

@@ -1,6 +1,6 @@
 """The literal strings every match of a regular expression starts with.
 
-The secret patterns (:mod:`mast.judge.secret_patterns`) use them as a cheap pre-check: most
+The secret patterns (:mod:`mast.privacy.secret_patterns`) use them as a cheap pre-check: most
 texts contain none of ``sk-``, ``AKIA``, ``-----BEGIN `` …, and a substring test is far
 cheaper than running a regular expression over a long trace.
 """

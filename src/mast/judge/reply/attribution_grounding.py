@@ -2,7 +2,7 @@
 and merge it across the windows of a long trace.
 
 Step ids must exist, a decisive error's quote must occur in its step (the same matcher as
-evidence, :mod:`mast.judge.grounding`), and named agents must speak in the trace (compared
+evidence, :mod:`mast.judge.reply.grounding`), and named agents must speak in the trace (compared
 with :func:`~mast.judge.attribution.normalize_agent`). Nothing is changed or dropped: the
 decisive error gets ``grounded`` / ``problem``, everything else a line in ``problems``.
 
@@ -26,7 +26,7 @@ from mast.judge.attribution import (
     earliest_first_step,
     normalize_agent,
 )
-from mast.judge.grounding import _norm, _quote_found, _step_text
+from mast.judge.reply.grounding import _norm, _quote_found, _step_text
 from mast.judge.verdict import Finding, Verdict
 from mast.traces.model import Trace
 

@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mast.errors import MastError
-from mast.judge.usage import Usage
+from mast.judge.providers.usage import Usage
 
 PRICES_AS_OF = "2026-11"
 """When the bundled prices were read from the providers' public price pages."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from mast.errors import AuthError, ContextLengthError, ProviderError, RateLimitError
 
 if TYPE_CHECKING:
-    from mast.judge.prompts import Prompt
+    from mast.judge.prompt.types import Prompt
     from mast.judge.providers._base import CallConfig, Completion, Provider
 
 __all__ = ["SchemaChoice", "inline_schema", "refuses_schema"]

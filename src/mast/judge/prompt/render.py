@@ -18,33 +18,25 @@ gives the same prompt hash (and cache key).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from mast.judge.answer_format import AnswerMode, check_answer, compact_answer
-from mast.judge.compact import compact_steps
-from mast.judge.excerpts import Excerpt
-from mast.judge.tokens import TokenCount, count_tokens
+from mast.judge.prompt.answer_format import AnswerMode, check_answer, compact_answer
+from mast.judge.prompt.compact import compact_steps
+from mast.judge.prompt.excerpts import Excerpt
+from mast.judge.prompt.tokens import TokenCount, count_tokens
+from mast.judge.prompt.types import Prompt, WholeExample, WindowInfo, hash_parts
 from mast.judge.verdict import example_answer
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step, StepKind, Trace
 
-if TYPE_CHECKING:
-    from mast.judge.fewshot import FewShotExample
-
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "Prompt",
-    "WindowInfo",
-    "estimate_tokens",
     "example_block",
     "example_tokens",
     "render",
@@ -53,83 +45,7 @@ __all__ = [
     "step_text",
 ]
 
-CHARS_PER_TOKEN = 4.0
-"""Characters per token assumed by :func:`estimate_tokens`.
-
-English prose and code average about 4 characters per token with the OpenAI and Anthropic
-tokenizers; dense JSON or non-Latin text has fewer. The judge refines the ratio from the
-token counts the provider reports, so nothing is downloaded at run time.
-"""
-
-Role = Literal["user", "assistant"]
-
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
-def estimate_tokens(text: str, *, chars_per_token: float = CHARS_PER_TOKEN) -> int:
-    """A tokenizer-free token estimate: ``ceil(len(text) / chars_per_token)``.
-
-    >>> estimate_tokens("x" * 400)
-    100
-    """
-    return math.ceil(len(text) / chars_per_token)
-
-
-def _sha256(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8")
-        # Length-prefix each part so that ("ab", "c") and ("a", "bc") hash differently.
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
-    return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class WindowInfo:
-    """Where a window of a long trace sits: part ``index`` of ``count`` (1-based)."""
-
-    index: int
-    count: int
-    first: str
-    last: str
-    total: int
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A rendered judge prompt.
-
-    ``system`` is static (the same for every trace with the same taxonomy and examples);
-    ``user`` holds the trace. ``turns`` are extra messages after ``user`` (a repair
-    request re-sends the conversation with the unreadable answer and a short request).
-    """
-
-    system: str
-    user: str
-    static_prefix_hash: str
-    example_ids: tuple[str, ...]
-    boundary: str
-    step_ids: tuple[str, ...]
-    turns: tuple[tuple[Role, str], ...] = ()
-    prompt_hash: str = field(default="", compare=False)
-
-    def __post_init__(self) -> None:
-        turns = json.dumps(list(self.turns), ensure_ascii=False)
-        object.__setattr__(self, "prompt_hash", _sha256(self.system, self.user, turns))
-
-    @property
-    def text_length(self) -> int:
-        """Characters in all messages."""
-        return len(self.system) + len(self.user) + sum(len(t) for _, t in self.turns)
-
-    def estimated_tokens(self, *, chars_per_token: float = CHARS_PER_TOKEN) -> int:
-        """Estimated prompt tokens (see :func:`estimate_tokens`), plus a little per message."""
-        return math.ceil(self.text_length / chars_per_token) + 8 * (2 + len(self.turns))
-
-    def with_turns(self, *turns: tuple[Role, str]) -> Prompt:
-        """This prompt followed by more messages (same cached prefix, new prompt hash)."""
-        return replace(self, turns=self.turns + tuple(turns))
 
 
 def step_header(step: Step, *, show_role: bool = True) -> str:
@@ -208,9 +124,9 @@ def _shows_role(trace: Trace) -> bool:
 
 def _boundary(payload: Sequence[str], *, salt: str) -> str:
     """A fence token that occurs in none of ``payload``, derived from it deterministically."""
-    base = _sha256(salt, *payload)
+    base = hash_parts(salt, *payload)
     for attempt in range(1000):
-        token = f"MAST-{salt}-{_sha256(base, str(attempt))[:16].upper()}"
+        token = f"MAST-{salt}-{hash_parts(base, str(attempt))[:16].upper()}"
         if not any(token in text for text in payload):
             return token
     raise RuntimeError("could not find a fence token absent from the trace")  # pragma: no cover
@@ -303,7 +219,7 @@ def _answer_json(answer: dict[str, Any]) -> str:
     )
 
 
-def _example_answer(example: FewShotExample, taxonomy: Taxonomy) -> dict[str, Any]:
+def _example_answer(example: WholeExample, taxonomy: Taxonomy) -> dict[str, Any]:
     """The answer a careful judge gives on ``example``, in the requested JSON shape.
 
     Evidence cites the steps the example's author listed (no quote is invented); a mode's
@@ -334,12 +250,12 @@ def _example_answer(example: FewShotExample, taxonomy: Taxonomy) -> dict[str, An
 def render_system(
     *,
     taxonomy: Taxonomy | None = None,
-    examples: Sequence[FewShotExample | Excerpt] = (),
+    examples: Sequence[WholeExample | Excerpt] = (),
     answer: AnswerMode = "full",
 ) -> str:
     """The static part of the prompt: instructions, taxonomy, decision rules, worked
     excerpts and whole-trace examples, answer format (``answer``: the shape the answer
-    instructions and example answers are written in, see :mod:`mast.judge.answer_format`)."""
+    instructions and example answers are written in, see :mod:`mast.judge.prompt.answer_format`)."""
     tax = taxonomy or load_taxonomy()
     shape = compact_answer if check_answer(answer) == "compact" else dict
     categories = [
@@ -382,7 +298,7 @@ def render_system(
     )
 
 
-def example_block(example: FewShotExample | Excerpt, *, taxonomy: Taxonomy | None = None) -> str:
+def example_block(example: WholeExample | Excerpt, *, taxonomy: Taxonomy | None = None) -> str:
     """The text one example or excerpt adds to the static prompt (with its section heading)."""
     tax = taxonomy or load_taxonomy()
     base = render_system(taxonomy=tax)
@@ -397,14 +313,14 @@ def example_block(example: FewShotExample | Excerpt, *, taxonomy: Taxonomy | Non
 
 
 def example_tokens(
-    example: FewShotExample | Excerpt,
+    example: WholeExample | Excerpt,
     *,
     taxonomy: Taxonomy | None = None,
     model: str | None = None,
 ) -> TokenCount:
     """Prompt tokens one example or excerpt adds to the static prompt, as rendered.
 
-    Counted with tiktoken when available (see :func:`mast.judge.tokens.count_tokens`), else
+    Counted with tiktoken when available (see :func:`mast.judge.prompt.tokens.count_tokens`), else
     estimated; the section heading it would share with other examples is included.
     """
     return count_tokens(example_block(example, taxonomy=taxonomy), model=model)
@@ -425,7 +341,7 @@ def render(
     trace: Trace,
     *,
     taxonomy: Taxonomy | None = None,
-    examples: Sequence[FewShotExample | Excerpt] = (),
+    examples: Sequence[WholeExample | Excerpt] = (),
     steps: Sequence[Step] | None = None,
     carry_over: str | None = None,
     window: WindowInfo | None = None,
@@ -439,7 +355,7 @@ def render(
     this is. ``system`` reuses an already rendered static part (it must come from
     :func:`render_system` with the same taxonomy and examples). The trace's outcome and
     labels are never shown to the judge. ``compact=False`` shows every step in full
-    instead of referring repeats back to an earlier step (see :mod:`mast.judge.compact`).
+    instead of referring repeats back to an earlier step (see :mod:`mast.judge.prompt.compact`).
     ``answer`` is the answer shape the static part asks for (when it is rendered here).
     """
     tax = taxonomy or load_taxonomy()
@@ -467,7 +383,7 @@ def render(
     return Prompt(
         system=system_text,
         user=user,
-        static_prefix_hash=_sha256(system_text),
+        static_prefix_hash=hash_parts(system_text),
         example_ids=tuple(ex.id for ex in examples),
         boundary=fence,
         step_ids=tuple(s.id for s in shown),

@@ -7,7 +7,8 @@ official parser takes the first "yes"/"no" *substring* after a code, so
 "2.5 Ignored Other Agent's Input: yes" reads "no" (Ig-no-red). This reader:
 
 1. Drops reasoning blocks and, when there is one, reads only the ``<answer>`` block or the
-   "Final answer" section (see :mod:`mast.judge.textlayout`), which also reads tables, code lists
+   "Final answer" section (see :mod:`mast.judge.reply.textlayout`), which also reads tables,
+   code lists
    ("Present: 1.3, 2.5"), polarity sections and "all other modes are absent" sentences.
 2. Finds **anchors**: a mode code at a word boundary (not inside ``11.1``, ``1.10``,
    ``v1.1``, a date or a version) that starts a line, after bullets, numbering, ``C.``,
@@ -38,9 +39,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from mast.judge import textlayout as _layout
-from mast.judge.symbol_legend import apply_legend
-from mast.judge.textslot import (
+from mast.judge.reply import textlayout as _layout
+from mast.judge.reply.symbol_legend import apply_legend
+from mast.judge.reply.textslot import (
     ANSWER_WORDS,
     CLOSES,
     CODE,

@@ -10,7 +10,7 @@ refer to exactly what the model saw.
 Redaction reads structure: a JSON string with escapes (tool arguments that hold JSON, a
 JSON document inside a JSON string, at any depth) is decoded, redacted as text of its own
 and encoded again, so ``{"cmd": "{\\"db_password\\": \\"…\\"}"}`` loses its password like
-plain text does. What is recognised is listed in :mod:`mast.judge.secret_patterns`: provider keys
+plain text does. What is recognised is listed in :mod:`mast.privacy.secret_patterns`: provider keys
 by their documented prefixes, private key blocks, JWTs, authorization headers, passwords
 in URLs, connection strings and command lines, and any value assigned to a name that says
 it holds a secret. Add your own with ``Redactor(extra=...)``.
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mast.judge.secret_patterns import DEFAULT_PATTERNS, SecretPattern, placeholder
+from mast.privacy.secret_patterns import DEFAULT_PATTERNS, SecretPattern, placeholder
 from mast.traces.model import Step, Trace
 
 __all__ = [

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mast._resources import data_dir
 from mast.errors import FewShotError, validation_problems
-from mast.judge.tokens import estimate_tokens
+from mast.judge.prompt.tokens import estimate_tokens
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Step
 
@@ -303,7 +303,7 @@ def select_excerpts(
     Greedy: each round takes the excerpt that covers the most still-missing (mode, kind)
     slots per token, positives before near misses; ties break on id. ``count`` caps the
     number (``0`` gives none), ``token_budget`` the summed token cost (``cost``: id ->
-    tokens, default :func:`~mast.judge.tokens.estimate_tokens` of :meth:`Excerpt.text`).
+    tokens, default :func:`~mast.judge.prompt.tokens.estimate_tokens` of :meth:`Excerpt.text`).
     The result keeps the pool's order, so the prompt is stable.
     """
     if count is not None and count < 0:

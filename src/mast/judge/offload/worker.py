@@ -1,4 +1,4 @@
-"""The child side of :class:`~mast.judge.process_pool.ProcessPool`: one worker process.
+"""The child side of :class:`~mast.judge.offload.pool.ProcessPool`: one worker process.
 
 It is a fresh interpreter started as ``python -c …`` (never ``fork``: the parent runs
 threads; never :mod:`multiprocessing`'s spawn: that re-runs the user's script in the
@@ -30,7 +30,7 @@ __all__ = ["context", "main", "run_job", "shared"]
 _HEADER = 8
 # Objects sent by reference (name of a module-level sequence, index) instead of by value:
 # they hold functions that pickle cannot copy (lambdas), and the worker has the same ones.
-SHARED_SEQUENCES = (("mast.judge.secret_patterns", "DEFAULT_PATTERNS"),)
+SHARED_SEQUENCES = (("mast.privacy.secret_patterns", "DEFAULT_PATTERNS"),)
 
 
 def shared(module: str, name: str, index: int) -> Any:
@@ -85,14 +85,14 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.close(devnull)
     # Warm up while the parent goes on: the first job need not wait for these imports.
-    import mast.judge.echo
-    import mast.judge.grounding
-    import mast.judge.parse
-    import mast.judge.prompts
-    import mast.judge.redact
+    import mast.judge.prompt.render
+    import mast.judge.reply.echo
+    import mast.judge.reply.grounding
+    import mast.judge.reply.parse
+    import mast.privacy.redact
 
     # Compile the secret patterns now, not during the first (long) trace's redaction.
-    mast.judge.redact.Redactor().redact("warm-up: password=hunter2 sk-proj-0000")
+    mast.privacy.redact.Redactor().redact("warm-up: password=hunter2 sk-proj-0000")
     replies.write(b"R")  # ready (process_pool.READY)
     replies.flush()
 

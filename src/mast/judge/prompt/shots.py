@@ -6,10 +6,10 @@
   mode a positive and a near miss;
 - an ``int``: that many excerpts of the pool (``0`` = zero-shot);
 - a path: a folder or file of whole-trace examples (or an excerpt pool file);
-- a sequence of :class:`~mast.judge.fewshot.FewShotExample` or
-  :class:`~mast.judge.excerpts.Excerpt`, used as given.
+- a sequence of :class:`~mast.judge.prompt.fewshot.FewShotExample` or
+  :class:`~mast.judge.prompt.excerpts.Excerpt`, used as given.
 
-Per trace, examples cut from that very trace are left out (:mod:`mast.judge.leak`) and,
+Per trace, examples cut from that very trace are left out (:mod:`mast.judge.prompt.leak`) and,
 unless they were given explicitly, the selection is made again from the rest.
 
 >>> shots = Shots.resolve(0)
@@ -25,15 +25,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mast.errors import FewShotError
-from mast.judge.excerpts import Excerpt, is_pool_file, load_pool, select_excerpts
-from mast.judge.fewshot import (
+from mast.judge.prompt.excerpts import Excerpt, is_pool_file, load_pool, select_excerpts
+from mast.judge.prompt.fewshot import (
     POSITIVE_RATE_RANGE,
     FewShotExample,
     load_examples,
     positive_rate,
     select_examples,
 )
-from mast.judge.leak import leaked, partial
+from mast.judge.prompt.leak import leaked, partial
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Trace
 
