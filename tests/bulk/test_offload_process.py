@@ -245,7 +245,7 @@ def test_a_worker_that_dies_costs_only_the_move_to_a_thread(
     fake_llm.responder = answer
     expected = run_records(fake_llm, tmp_path / "plain.jsonl", redact=CrashingRedactor())
     pool = ProcessPool(1)
-    with caplog.at_level(logging.WARNING, logger="mast.judge.offload.loop"):
+    with caplog.at_level(logging.WARNING, logger="mast.judge.offload"):
         got = run_records(fake_llm, tmp_path / "crash.jsonl", redact=CrashingRedactor(), pool=pool)
     assert got == expected  # no trace lost, none different
     assert pool.broken is not None and "exit code 3" in pool.broken

@@ -33,7 +33,7 @@ _KNOWN = (
       for part in ("connection", "http11", "http2", "proxy", "socks")),
     *(f"{sdk}.{part}" for sdk in ("openai", "anthropic")
       for part in ("_base_client", "_response", "_legacy_response")),
-    *("mast", "mast.bulk.runner", "mast.distributed", "mast.judge.offload.loop"),
+    *("mast", "mast.bulk.runner", "mast.distributed", "mast.judge.offload"),
     "mast.judge.providers.schema_choice",
 )  # fmt: skip
 

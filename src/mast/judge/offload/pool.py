@@ -47,7 +47,7 @@ from mast.taxonomy import Taxonomy
 
 __all__ = ["PROCESS_CHARS", "ProcessPool", "default_workers", "dumps"]
 
-log = logging.getLogger("mast.judge.offload.loop")
+log = logging.getLogger("mast.judge.offload")
 
 _HEADER = 8
 _BOOT = (
