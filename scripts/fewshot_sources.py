@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from mast._resources import data_dir
-from mast.judge.excerpt_check import CUT, run_messages
+from mast.judge.prompt.excerpt_check import CUT, run_messages
 from mast.judge.prompt.excerpts import Excerpt, Source, load_pool
 from mast.judge.prompt.leak import MIN_PROBE_CHARS, SHARED_TEXT_FILE
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mast.judge.excerpt_check import CUT, check_excerpt, run_messages
+from mast.judge.prompt.excerpt_check import CUT, check_excerpt, run_messages
 from mast.judge.prompt.excerpts import Excerpt, load_pool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
