@@ -14,7 +14,7 @@ only translate these into their SDK's calls.
 * **Idempotent ids.** Every id is derived from the record key (trace id, judge config hash),
   the annotator and the mode code, so writing the same results twice updates the same scores.
 * **Redaction.** Rationales and quotes go through the same secret redaction as everything
-  mast sends (:mod:`mast.judge.redact`) before they leave the machine.
+  mast sends (:mod:`mast.privacy.redact`) before they leave the machine.
 
 >>> import mast
 >>> trace = mast.Trace(id="0af7651916cd43dd8448eb211c80319c", format="otel",
@@ -177,7 +177,7 @@ def _mode_names(taxonomy: str) -> dict[str, str]:
 
 def _redactor() -> Any:
     # One place for the redaction of text sent to a platform.
-    from mast.judge.redact import Redactor
+    from mast.privacy.redact import Redactor
 
     return Redactor()
 
