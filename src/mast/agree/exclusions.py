@@ -122,3 +122,15 @@ def _table_exclusions(
         duplicates={k: t.duplicates for k, t in tables.items() if t.duplicates},
         ignored_fields={k: list(t.ignored_fields) for k, t in tables.items() if t.ignored_fields},
     )
+
+
+def dropped_columns(excluded: Exclusions, names: Mapping[str, str]) -> str:
+    """Columns (label keys) no mode was read from, for the headline line: a table whose
+    columns are named another way would otherwise score nothing without saying so up front."""
+    parts = []
+    for source, label in names.items():
+        keys = [*excluded.unknown_codes.get(source, {}), *excluded.ignored_fields.get(source, [])]
+        if keys:
+            shown = ", ".join(keys[:6]) + (", …" if len(keys) > 6 else "")
+            parts.append(f"{len(keys)} column(s) of {label} dropped ({shown})")
+    return f"; {'; '.join(parts)}: see Excluded" if parts else ""

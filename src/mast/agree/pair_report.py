@@ -15,7 +15,7 @@ from mast.agree.conventions import (
     merged_first,
     per_system_section,
 )
-from mast.agree.exclusions import Exclusions
+from mast.agree.exclusions import Exclusions, dropped_columns
 from mast.agree.render import ci_text, json_safe, num
 
 __all__ = ["AgreementReport", "PooledKappa"]
@@ -154,7 +154,8 @@ class AgreementReport(_Report):
         return [
             *warning,
             f"Agreement of {self.candidate_name} with {self.reference_name}: "
-            f"{self.n_traces} trace(s) x {len(self.modes)} mode(s) ({self.taxonomy})",
+            f"{self.n_traces} trace(s) x {len(self.modes)} mode(s) ({self.taxonomy})"
+            + dropped_columns(self.excluded, self._names()),
             f"pooled Cohen's kappa = {num(p.kappa)} over {p.n_cells} cells, {boot}; "
             f"Wald {ci_text(p.wald_low, p.wald_high, 3)} treats cells as independent",
             *context_lines(c),

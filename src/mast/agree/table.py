@@ -53,7 +53,9 @@ MAJORITY = "majority"
 UNKNOWN = -1
 """Cell value of an unknown (``None``) label; present is 1, absent is 0."""
 
-_CODE_LIKE = re.compile(r"^\s*(\d+\.\d+)(?:\s|$)")
+# A code, alone or leading a name: "1.3", "1.3 Step Repetition", "FM-1.3", "fm_1.3:", "1.3_x"
+# (peer judges' tables); "3.2∨3.3" (the merged row) is not a code.
+_CODE_LIKE = re.compile(r"^\s*(?:FM[-_ ]?)?(\d+\.\d+)(?=$|[\s:_)\]-])", re.IGNORECASE)
 _RESERVED = {"trace_id", "status", "id"}
 _MISSING_WORDS = {"", "nan", "none", "null", "na", "n/a", "<na>"}
 

@@ -80,6 +80,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="with --among on traces: the full table for each taxonomy version of the labels",
     )
+    p.add_argument(
+        "--id-map",
+        metavar="FILE",
+        help="rename the candidate's trace ids: a two-column CSV/TSV (id in its label table, "
+        "trace id) or a JSON object",
+    )
+    p.add_argument(
+        "--id-pattern",
+        metavar="FROM=TO",
+        help="rename the candidate's trace ids matching FROM, e.g. 'mad-{n}=mad-human/{n}'",
+    )
     p.add_argument("--modes", nargs="+", metavar="CODE", help="codes to compare (default: all)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
@@ -221,9 +232,12 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
         cand = read_labels(args.candidate, annotator=args.candidate_annotator)
         messages.extend(ref.notes + cand.notes)
         candidates = cand.runs or {cand.name: cand.source}
+        reference = ref.source
+        if args.id_map or args.id_pattern:
+            reference, candidates = _renamed(args, ref.name, reference, candidates, messages)
         reports = {
             name: agreement(
-                ref.source,
+                reference,
                 source,
                 reference_name=ref.name,
                 candidate_name=name,
@@ -248,6 +262,35 @@ def _pair(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any
         return code, text, report
 
     return run
+
+
+def _renamed(
+    args: argparse.Namespace,
+    ref_name: str,
+    reference: Any,
+    candidates: dict[str, Any],
+    notes: list[str],
+) -> tuple[Any, dict[str, Any]]:
+    """Both sources as label tables with --id-map / --id-pattern applied to their ids."""
+    from mast.agree.base import _select_modes, _taxonomy
+    from mast.agree.ids import id_map_file, id_pattern, rename_table
+    from mast.agree.table import to_table
+
+    if args.id_map and args.id_pattern:
+        raise SystemExit("mast agree: error: give --id-map or --id-pattern, not both")
+    rename = id_map_file(args.id_map) if args.id_map else id_pattern(args.id_pattern)
+    tax = _taxonomy(args.taxonomy)
+    codes = _select_modes(_options(args)["modes"], tax)
+    # The map renames the candidate's ids (a peer's table), never the reference's: a pattern
+    # such as 'mad-{n}' would otherwise also match the reference's own 'mad-human/2'.
+    out = []
+    for name, source in candidates.items():
+        table, changed = rename_table(
+            to_table(source, modes=codes, taxonomy=tax, name=name), rename
+        )
+        notes.append(f"{name}: {changed} of {len(table.ids)} trace id(s) renamed by the id map")
+        out.append(table)
+    return reference, dict(zip(candidates, out, strict=True))
 
 
 def _among(args: argparse.Namespace) -> Callable[[list[str]], tuple[int, str, Any]]:

@@ -1,0 +1,77 @@
+"""Other people's label tables: FM-x.y / x.y / name columns, id maps, and the headline line
+that says when columns were dropped (issue 32 item 10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mast.agree.ids import id_map_file, id_pattern
+from mast.cli import main
+from mast.traces.datasets import examples_path
+
+SAMPLE = str(examples_path() / "mad_human_sample.json")
+PEER = (
+    "trace_id,FM-1.3,fm_1.5,3.2 No or Incomplete Verification,Step Repetition,confidence\n"
+    "mad-2,0,1,0,0,0.9\nmad-7,0,1,1,0,0.8\nmad-4,0,1,1,0,0.7\nmad-16,1,1,1,1,0.2\n"
+)
+
+
+def _agree(tmp_path: Path, *extra: str) -> tuple[int, dict[str, object], str]:
+    """Run ``mast agree`` on the peer table against annotator_1 of the bundled sample."""
+    table = tmp_path / "peer.csv"
+    table.write_text(PEER, encoding="utf-8")
+    argv = ["agree", "--reference", SAMPLE, "--reference-annotator", "annotator_1"]
+    argv += ["--candidate", str(table), "--bootstrap", "0", "--format", "json", *extra]
+    code = main(argv)
+    return code, {}, str(table)
+
+
+def test_peer_columns_and_an_id_pattern_score_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = _agree(tmp_path, "--id-pattern", "mad-{n}=mad-human/{n}")
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert code == 0 and data["n_traces"] == 4
+    rows = {r["row"]: r for r in data["rows"]}
+    assert all(rows[c]["n"] > 0 for c in ("1.3", "1.5", "3.2"))  # read from FM-/fm_/names
+    assert rows["1.1"]["n"] == 0  # no column for it
+    assert data["excluded"]["ignored_fields"] == {"candidate": ["confidence"]}
+    assert "4 of 4 trace id(s) renamed by the id map" in captured.err
+
+
+def test_an_id_map_file_and_the_headline_names_dropped_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = tmp_path / "ids.csv"
+    pairs = "".join(f"mad-{n},mad-human/{n}\n" for n in (2, 7, 4, 16))
+    ids.write_text("peer_id,trace_id\n" + pairs, encoding="utf-8")
+    table = tmp_path / "peer.csv"
+    table.write_text(PEER.replace("fm_1.5", "Flagged Loop"), encoding="utf-8")
+    argv = ["agree", "--reference", SAMPLE, "--reference-annotator", "annotator_1"]
+    argv += ["--candidate", str(table), "--bootstrap", "0", "--id-map", str(ids)]
+    assert main(argv) == 0
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert headline.startswith("Agreement of peer with annotator_1: 4 trace(s)")
+    assert "2 column(s) of peer dropped (Flagged Loop, confidence): see Excluded" in headline
+
+
+def test_id_maps_are_checked() -> None:
+    assert id_pattern("run-{k}.json=mad-human/{k}")("run-12.json") == "mad-human/12"
+    with pytest.raises(Exception, match="same one placeholder"):
+        id_pattern("mad-{n}=mad-human/{m}")
+    with pytest.raises(Exception, match="expected FROM=TO"):
+        id_pattern("mad-{n}")
+
+
+def test_an_id_map_that_merges_two_traces_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"mad-2": "mad-human/2", "mad-7": "mad-human/2"}))
+    assert id_map_file(ids)("mad-4") == "mad-4"
+    code, _, _ = _agree(tmp_path, "--id-map", str(ids))
+    assert code == 2 and "the same trace id 'mad-human/2'" in capsys.readouterr().err
