@@ -46,7 +46,12 @@ def _export(args: argparse.Namespace) -> int:
         report = to_langfuse(args.results, traces_in, host=args.endpoint, **common)
     else:
         report = to_langsmith(
-            args.results, traces_in, api_url=args.endpoint, api_key=args.api_key, **common
+            args.results,
+            traces_in,
+            api_url=args.endpoint,
+            api_key=args.api_key,
+            project_id=args.project_id,
+            **common,
         )
     if args.dry_run:
         for score in report.scores:
@@ -147,6 +152,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], kinds: An
         p.add_argument("--endpoint", help=f"{kind} URL (default: the SDK's environment variable)")
         if kind != "langfuse":
             p.add_argument("--api-key", help="API key (default: the SDK's environment variable)")
+        if kind == "langsmith":
+            p.add_argument(
+                "--project-id", help="project (session) id, for traces that do not carry it"
+            )
         p.add_argument(
             "--dry-run", action="store_true", help="print what would be sent, send nothing"
         )

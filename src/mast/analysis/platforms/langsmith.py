@@ -69,12 +69,15 @@ def to_langsmith(
     api_url: str | None = None,
     api_key: str | None = None,
     human: Iterable[HumanLabels] = (),
+    project_id: str | None = None,
     dry_run: bool = False,
     client: Any = None,
 ) -> ExportReport:
     """Write MAST verdicts to LangSmith as feedback (see the module docstring).
 
     ``api_url``/``api_key`` default to ``LANGSMITH_ENDPOINT`` and ``LANGSMITH_API_KEY``.
+    LangSmith wants the project (session) id with run feedback: a trace pulled with
+    ``mast pull langsmith`` carries it; give ``project_id`` for exports that do not.
     """
     loaded = _traces_of(traces)
     report = build_scores(annotations_of(results), loaded, "langsmith", human=human)
@@ -86,7 +89,7 @@ def to_langsmith(
 
     sessions = {t.id: t.metadata.get("session_id") for t in loaded}
     for score in report.scores:
-        args = feedback_args(score, sessions.get(score.trace_id))
+        args = feedback_args(score, sessions.get(score.trace_id) or project_id)
         try:
             try:
                 ls.create_feedback(**args)

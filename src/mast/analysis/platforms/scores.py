@@ -34,6 +34,7 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from mast.judge.annotation import Annotation
@@ -200,6 +201,8 @@ def _platform_ids(trace: Trace, platform: str, step_ids: Sequence[str]) -> list[
 def _root_id(trace: Trace, platform: str) -> str | None:
     if platform == "langsmith":
         return trace.id  # a LangSmith root run's id is its trace id
+    if platform == "langfuse":
+        return None  # Langfuse's root is the trace itself: a trace-level score
     root = trace.metadata.get("root_span_id")
     return str(root) if root else None
 
@@ -233,14 +236,16 @@ def _judge_meta(ann: Annotation) -> dict[str, Any]:
 
 def build_scores(
     annotations: Iterable[Annotation],
-    traces: Iterable[Trace],
+    traces: Iterable[Trace] | str | Path,
     platform: Platform,
     *,
     human: Iterable[HumanLabels] = (),
     redact: bool = True,
 ) -> ExportReport:
     """The scores an export to ``platform`` writes (see the module docstring)."""
-    by_id: Mapping[str, Trace] = {t.id: t for t in traces}
+    from mast.analysis.platforms._inputs import traces_of
+
+    by_id: Mapping[str, Trace] = {t.id: t for t in traces_of(traces)}
     report = ExportReport(platform=platform)
     redactor = _redactor() if redact else None
 

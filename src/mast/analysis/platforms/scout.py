@@ -7,7 +7,8 @@ result per judged mode (value ``True`` = the mode is present, ``answer``
 ``"present"``/``"absent"``, the judge's rationale as explanation, quote and step ids in
 metadata). Unknown modes give no result; a failed annotation is raised, so Scout records it as
 that transcript's error. :func:`mast_scorer` does the same as an Inspect scorer: one score
-per sample whose value is ``{code: 1 | 0}`` over the judged modes.
+per sample whose value is ``{code: 1 | 0 | NaN}`` (NaN: unknown, which Inspect's metrics
+leave out as unscored).
 
 Run it with Scout's runner::
 
@@ -18,6 +19,7 @@ Run it with Scout's runner::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,11 +75,16 @@ def _findings(ann: Annotation) -> list[tuple[str, bool, str | None, dict[str, An
 def mast_scanner(model: str | Any = "heuristic", **judge_options: Any) -> Any:
     """A Scout scanner judging each transcript's messages with ``mast.Judge(model)``."""
     scout = need("inspect_scout", "scout", "the mast Scout scanner")
-    judge = _judge(model, judge_options)
+    judges: list[Any] = []
 
     @scout.scanner(messages="all", name="mast")  # type: ignore[untyped-decorator]
     def mast() -> Any:
         async def scan(transcript: Any) -> list[Any]:
+            # Made on first use, inside the process and event loop Scout runs scans in (a
+            # provider client belongs to the loop it was made on).
+            if not judges:
+                judges.append(_judge(model, judge_options))
+            judge = judges[0]
             trace = trace_of_messages(
                 str(transcript.transcript_id),
                 transcript.messages,
@@ -107,9 +114,9 @@ def mast_scanner(model: str | Any = "heuristic", **judge_options: Any) -> Any:
 
 
 def mast_scorer(model: str | Any = "heuristic", **judge_options: Any) -> Any:
-    """An Inspect scorer: one score per sample, ``{code: 1 | 0}`` over the judged modes."""
+    """An Inspect scorer: one score per sample, ``{code: 1 | 0 | NaN}`` (NaN = unknown)."""
     scoring = need("inspect_ai.scorer", "inspect", "the mast Inspect scorer")
-    judge = _judge(model, judge_options)
+    judges: list[Any] = []
 
     @scoring.scorer(metrics={"*": [scoring.mean()]}, name="mast")  # type: ignore[untyped-decorator]
     def mast() -> Any:
@@ -117,10 +124,25 @@ def mast_scorer(model: str | Any = "heuristic", **judge_options: Any) -> Any:
             trace = trace_of_messages(
                 f"{state.sample_id}#epoch{state.epoch}", state.messages, model=str(state.model)
             )
-            ann = await judge.aannotate(trace)
+            if not judges:
+                judges.append(_judge(model, judge_options))
+            ann = await judges[0].aannotate(trace)
+            # Every mode is a key (Inspect's metrics need the same keys on every sample);
+            # an unknown mode, or every mode of a failed annotation, is NaN: unscored, never 0.
+            from mast.taxonomy import load_taxonomy
+
+            codes = list(ann.vector) or load_taxonomy().codes
+            values = {code: math.nan for code in codes}
+            if not ann.ok:
+                return scoring.Score(
+                    value=values,
+                    explanation=f"mast could not judge this sample: {ann.status}: {ann.error}",
+                    metadata={"mast": {"status": ann.status, "error": ann.error}},
+                )
             found = _findings(ann)
+            values.update({code: 1.0 if present else 0.0 for code, present, _, _ in found})
             return scoring.Score(
-                value={code: 1.0 if present else 0.0 for code, present, _, _ in found},
+                value=values,
                 explanation="\n".join(
                     f"{code}: {'present' if p else 'absent'}" + (f" ({why})" if why else "")
                     for code, p, why, _ in found
