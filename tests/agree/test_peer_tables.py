@@ -75,3 +75,24 @@ def test_an_id_map_that_merges_two_traces_is_an_error(
     assert id_map_file(ids)("mad-4") == "mad-4"
     code, _, _ = _agree(tmp_path, "--id-map", str(ids))
     assert code == 2 and "the same trace id 'mad-human/2'" in capsys.readouterr().err
+
+
+def test_label_version_file_changes_a_draft_round_mapping(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundled = Path(__file__).resolve().parents[2] / "taxonomy" / "versions" / "round1.yaml"
+    text = bundled.read_text(encoding="utf-8")
+    line = '{code: "2.3", name: Backtracking interruption, maps_to: "1.4"}'
+    assert line in text
+    mine = tmp_path / "round1-unmapped.yaml"
+    mine.write_text(text.replace(line, line.replace('"1.4"', "null")), encoding="utf-8")
+    argv = ["agree", "--among", SAMPLE, "--bootstrap", "0", "--format", "json", "--modes", "1.4"]
+    assert main(argv) == 0
+    before = json.loads(capsys.readouterr().out)["overall"]
+    assert main([*argv, "--label-version", str(mine)]) == 0
+    captured = capsys.readouterr()
+    after = json.loads(captured.out)["overall"]
+    assert "label version 'round1' read from --label-version" in captured.err
+    unmapped = json.dumps(after["excluded"])
+    assert "Backtracking interruption" in unmapped
+    assert "Backtracking interruption" not in json.dumps(before["excluded"])

@@ -91,6 +91,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FROM=TO",
         help="rename the candidate's trace ids matching FROM, e.g. 'mad-{n}=mad-human/{n}'",
     )
+    p.add_argument(
+        "--label-version",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a label-version YAML (shaped like taxonomy/versions/round1.yaml) that replaces "
+        "the bundled mapping of its version when MAD human records are read (repeatable)",
+    )
     p.add_argument("--modes", nargs="+", metavar="CODE", help="codes to compare (default: all)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
@@ -163,7 +171,13 @@ def _cmd_agree(args: argparse.Namespace) -> int:
     if not args.among and not (args.reference and args.candidate):
         return _usage("give --reference FILE and --candidate FILE, or --among FILE…")
     messages: list[str] = []
-    with _collect_warnings(messages):
+    from mast.taxonomy import load_label_version
+    from mast.traces.loaders._records import label_versions
+
+    versions = {v.version: v for v in map(load_label_version, args.label_version)}
+    for version in versions.values():
+        messages.append(f"label version {version.version!r} read from --label-version")
+    with _collect_warnings(messages), label_versions(versions):
         code, text, report = (_among(args) if args.among else _pair(args))(messages)
     print(text)
     for line in messages:

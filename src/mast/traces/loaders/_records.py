@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from mast.errors import TraceFormatError
@@ -202,6 +204,21 @@ def _from_log(text: str, *, framework: str | None, **fields: Any) -> Trace:
 # --- MAD human-labelled dataset ----------------------------------------------------------
 
 _VERSION_BY_SIZE = {18: "round1", 17: "rounds2-3", 14: "final"}
+_VERSIONS: ContextVar[Mapping[str, LabelVersion] | None] = ContextVar(
+    "mast_label_versions", default=None
+)
+
+
+@contextmanager
+def label_versions(versions: Mapping[str, LabelVersion]) -> Iterator[None]:
+    """Read MAD human records with these label versions (by version id, e.g. ``round1``)
+    instead of the bundled ones, for every loader called inside (``mast agree
+    --label-version FILE``)."""
+    token = _VERSIONS.set(dict(versions))
+    try:
+        yield
+    finally:
+        _VERSIONS.reset(token)
 
 
 def mad_human(
@@ -222,7 +239,7 @@ def mad_human(
             expected='[{"failure mode": "<code> <name>…", "annotator_1": true, …}, …]',
         )
     round_name = _opt_str(record.get("round")) or ""
-    version = _pick_version(round_name, len(annotations), versions or {})
+    version = _pick_version(round_name, len(annotations), versions or _VERSIONS.get() or {})
     system, benchmark, quirks = _mas_and_benchmark(record)
     trace_id = record.get("trace_id")
     trace = _from_log(
