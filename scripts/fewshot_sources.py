@@ -1,7 +1,7 @@
 """From the source datasets, write what the excerpt pool's leak filter and tests need.
 
 1. fewshot/shared_text.txt: excerpt lines that recur across runs of their corpus.
-2. tests/fixtures/excerpt_sources.json: for every excerpt, the verbatim text of the source
+2. tests/fixtures/excerpt_sources.json.gz: for every excerpt, the verbatim text of the source
    messages from its first to its last shown one, so the tests can rebuild every step
    without the datasets.
 
@@ -21,6 +21,7 @@ the MAD AG2 record), the AgentRx τ-bench retail runs, the MAD ChatDev records.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -114,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         messages = run_messages(ex.source, args.root)
         span = range(min(ex.source.history), max(ex.source.history) + 1)
         fixture.setdefault(ex.run, {}).update({str(i): messages[i] for i in span})
-    out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "excerpt_sources.json"
-    out.write_text(
-        json.dumps(fixture, ensure_ascii=False, indent=0, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "excerpt_sources.json.gz"
+    # gzip, mtime 0: the same pool gives the same bytes.
+    data = json.dumps(fixture, ensure_ascii=False, indent=0, sort_keys=True) + "\n"
+    out.write_bytes(gzip.compress(data.encode("utf-8"), mtime=0))
     print(f"{out}: {sum(len(v) for v in fixture.values())} messages of {len(fixture)} runs")
     return 0
 

@@ -1,12 +1,13 @@
 """Every excerpt step is its source message with each cut marked (issue 30).
 
-The source texts come from tests/fixtures/excerpt_sources.json (written from the datasets by
+The source texts come from tests/fixtures/excerpt_sources.json.gz (written from the datasets by
 scripts/fewshot_sources.py); three runs are also read through run_messages from the verbatim
 fixture files, so the addressing itself is checked.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +18,7 @@ from mast.judge.prompt.excerpt_check import CUT, check_excerpt, run_messages
 from mast.judge.prompt.excerpts import Excerpt, load_pool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SOURCES = json.loads((FIXTURES / "excerpt_sources.json").read_text(encoding="utf-8"))
+SOURCES = json.loads(gzip.decompress((FIXTURES / "excerpt_sources.json.gz").read_bytes()))
 POOL = load_pool()
 
 
@@ -112,3 +113,24 @@ def test_no_entry_has_a_wrong_review() -> None:
     for ex in POOL:
         if ex.review is not None and ex.review.verdict == "arguable":
             assert len(ex.review.note.split()) >= 5, ex.id
+
+
+def test_a_dataset_can_be_left_out_of_the_pool() -> None:
+    import mast
+    from mast.judge.prompt.shots import Shots
+
+    full = Shots.resolve(None)
+    assert any(ex.dataset == "agentrx" for ex in full.pool)  # type: ignore[union-attr]
+    shots = Shots.resolve(None, exclude=["agentrx"])
+    assert shots.pool and all(ex.dataset != "agentrx" for ex in shots.pool)  # type: ignore[union-attr]
+    assert all(ex.dataset != "agentrx" for ex in shots.chosen)  # type: ignore[union-attr]
+    assert any("agentrx left out" in n for n in shots.notes)
+    judge = mast.Judge("openai/gpt-4.1", api_key="sk-test-not-a-key", fewshot_exclude=["agentrx"])
+    assert judge.examples and not [
+        e for e in judge.examples if getattr(e, "dataset", "") == "agentrx"
+    ]
+    # An explicit list is filtered too, and a misspelt dataset is an error.
+    given = Shots.resolve(list(full.pool), exclude=("agentrx",))
+    assert all(ex.dataset != "agentrx" for ex in given.chosen)  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="unknown dataset"):
+        Shots.resolve(None, exclude=["agent-rx"])

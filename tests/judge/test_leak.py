@@ -84,12 +84,13 @@ def test_the_pool_is_dropped_only_on_its_own_runs(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_run_rebuilt_from_an_excerpts_source_drops_only_that_excerpt() -> None:
+    import gzip
     import json
 
     from mast.judge.prompt.excerpts import load_pool
 
     pool = load_pool()
-    sources = json.loads((FIXTURES / "excerpt_sources.json").read_text(encoding="utf-8"))
+    sources = json.loads(gzip.decompress((FIXTURES / "excerpt_sources.json.gz").read_bytes()))
     for run, messages in sources.items():
         steps = [
             Step.make(int(i), text) for i, text in sorted(messages.items(), key=lambda x: int(x[0]))

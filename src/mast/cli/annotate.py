@@ -150,6 +150,7 @@ def _judge(model: str, args: argparse.Namespace) -> Any:
     judge: Any = Judge(
         model,
         fewshot=args.fewshot,
+        fewshot_exclude=getattr(args, "fewshot_exclude", ()),
         base_url=args.base_url,
         prices=args.prices,
         max_tokens=args.max_tokens,
@@ -301,6 +302,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N|PATH",
         help="worked excerpts to show (default: enough for a positive and a near miss of "
         "every mode; 0 = zero-shot), or a file/folder of your own examples",
+    )
+    p.add_argument(
+        "--fewshot-exclude",
+        nargs="+",
+        default=[],
+        metavar="DATASET",
+        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
+        "agentrx), e.g. the one you evaluate on",
     )
     p.add_argument(
         "--retry-failed",

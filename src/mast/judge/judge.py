@@ -27,7 +27,7 @@ import contextvars
 import copy
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,9 @@ class Judge:
         a near miss, a number of excerpts (0 = zero-shot), a path of example files, or a
         sequence of :class:`~mast.judge.prompt.fewshot.FewShotExample` /
         :class:`~mast.judge.prompt.excerpts.Excerpt` to use as given.
+    fewshot_exclude:
+        Datasets whose bundled excerpts are never shown (``["agentrx"]`` when AgentRx is the
+        evaluation set); see ``mast taxonomy --examples`` for each excerpt's dataset.
     temperature, max_tokens:
         Sampling settings. Reasoning models and Anthropic's current API take no temperature;
         the annotation records the temperature actually sent (``None`` when none was).
@@ -144,6 +147,7 @@ class Judge:
         model: str,
         *,
         fewshot: FewShot = None,
+        fewshot_exclude: Sequence[str] = (),
         temperature: float = 0.0,
         max_tokens: int | None = None,
         base_url: str | None = None,
@@ -199,7 +203,7 @@ class Judge:
         if self.scrubber:
             # A trace that dumps the environment may hold the very key this judge uses.
             self._redactor = self._redactor.with_literals(self.scrubber.literals)
-        self._shots = Shots.resolve(fewshot, self.taxonomy)
+        self._shots = Shots.resolve(fewshot, self.taxonomy, exclude=fewshot_exclude)
         self._notes += self._shots.notes
         self.examples = list(self._shots.chosen)
         from mast.judge.providers.openai import is_reasoning_model

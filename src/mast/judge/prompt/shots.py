@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mast.errors import FewShotError
-from mast.judge.prompt.excerpts import Excerpt, is_pool_file, load_pool, select_excerpts
+from mast.judge.prompt.excerpts import DATASETS, Excerpt, is_pool_file, load_pool, select_excerpts
 from mast.judge.prompt.fewshot import (
     POSITIVE_RATE_RANGE,
     FewShotExample,
@@ -59,16 +59,29 @@ class Shots:
         return [ex.id for ex in self.chosen]
 
     @classmethod
-    def resolve(cls, fewshot: FewShot, taxonomy: Taxonomy | None = None) -> Shots:
-        """Turn a ``fewshot=`` value into a pool and a choice (see the module docstring)."""
+    def resolve(
+        cls, fewshot: FewShot, taxonomy: Taxonomy | None = None, *, exclude: Sequence[str] = ()
+    ) -> Shots:
+        """Turn a ``fewshot=`` value into a pool and a choice (see the module docstring).
+
+        ``exclude`` names datasets (``"whoandwhen"``, ``"ag2"``, ``"mad-full"``, ``"agentrx"``)
+        whose excerpts are never shown, for example the one an evaluation is run on.
+        """
         tax = taxonomy or load_taxonomy()
         notes: list[str] = []
+        if isinstance(exclude, str):
+            exclude = [exclude]
+        unknown = sorted(set(exclude) - set(DATASETS))
+        if unknown:
+            raise ValueError(
+                f"fewshot_exclude: unknown dataset(s) {unknown}; known: {list(DATASETS)}"
+            )
         if isinstance(fewshot, bool):
             raise TypeError("fewshot must be a number, a path or a list of examples, not a bool")
         if isinstance(fewshot, (str, Path)):
-            return cls._given(_from_path(Path(fewshot), tax))
+            return cls._given(_without(_from_path(Path(fewshot), tax), exclude))
         if fewshot is not None and not isinstance(fewshot, int):
-            return cls._given(list(fewshot))
+            return cls._given(_without(list(fewshot), exclude))
         if fewshot is not None and fewshot < 0:
             raise ValueError(f"fewshot must be >= 0, got {fewshot}")
         if fewshot == 0:
@@ -84,7 +97,9 @@ class Shots:
                 "(pass fewshot=[...] or a path with examples for it)"
             )
             return cls([], [], count=0, notes=notes)
-        bundled: list[Shot] = list(excerpts)
+        bundled: list[Shot] = [ex for ex in excerpts if ex.dataset not in exclude]
+        if exclude:
+            notes.append(f"few-shot excerpts of {', '.join(sorted(exclude))} left out on request")
         return cls(bundled, _select(bundled, fewshot), count=fewshot, notes=notes)
 
     @classmethod
@@ -123,6 +138,10 @@ class Shots:
             note = f"few-shot example(s) {', '.join(maybe)} kept: they may come from this trace"
             shots = replace(shots, notes=[*shots.notes, note])
         return shots
+
+
+def _without(shots: list[Shot], exclude: Sequence[str]) -> list[Shot]:
+    return [s for s in shots if not (isinstance(s, Excerpt) and s.dataset in exclude)]
 
 
 def _select(pool: Sequence[Shot], count: int | None) -> list[Shot]:
