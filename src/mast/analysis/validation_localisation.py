@@ -42,7 +42,12 @@ from mast.traces.agentrx import is_agentrx, load_agentrx
 from mast.traces.model import StepKind, Trace
 from mast.traces.trail import is_trail, load_trail
 
-__all__ = ["LocalisationReport", "is_localisation_dataset", "validate_localisation"]
+__all__ = [
+    "LocalisationReport",
+    "agentrx_excerpts",
+    "is_localisation_dataset",
+    "validate_localisation",
+]
 
 _NOT_AN_AGENT = {StepKind.TOOL_RESULT, StepKind.SYSTEM, StepKind.LOG}
 
@@ -54,6 +59,22 @@ def is_localisation_dataset(dataset: object) -> bool:
     if isinstance(dataset, (str, Path)) and Path(dataset).exists():
         return is_agentrx(dataset) or is_trail(dataset)
     return False
+
+
+def agentrx_excerpts(judge: Judge) -> list[str]:
+    """Ids of the judge's few-shot examples taken from AgentRx runs (the bundled pool has a
+    few τ-bench retail excerpts): shown while validating on AgentRx, they contaminate it."""
+    out: list[str] = []
+    shots = getattr(judge, "_shots", None)
+    # The pool too: a trace that leaks a chosen example gets a replacement from the pool.
+    for shot in [*judge.examples, *(getattr(shots, "pool", None) or [])]:
+        source = getattr(shot, "source", None)
+        dataset = getattr(source, "dataset", None) if source is not None else None
+        if dataset == "agentrx" or (isinstance(source, str) and "agentrx" in source.lower()):
+            name = str(getattr(shot, "id", shot))
+            if name not in out:
+                out.append(name)
+    return out
 
 
 def load_localisation(dataset: object) -> tuple[list[Trace], str, str]:
@@ -321,6 +342,13 @@ def validate_localisation(
     if run.summary.not_attempted:
         report.failed["not attempted"] = list(run.summary.not_attempted)
     ok = [a for a in annotations if a.status == "ok"]
+    leaked = agentrx_excerpts(judge) if kind == "agentrx" else []
+    if leaked:
+        report.notes.append(
+            f"CONTAMINATION RISK: the judge's few-shot examples or pool include excerpts of "
+            f"AgentRx runs ({', '.join(leaked)}), which can be shown on these traces; pass "
+            "fewshot= a list without them (mast validate leaves them out)"
+        )
     if kind == "agentrx":
         _score_agentrx(report, traces, ok, judge, within, bootstrap, seed)
     else:

@@ -103,6 +103,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         taxonomy=args.taxonomy,
     )
     if is_localisation_dataset(args.dataset):
+        from mast.analysis.validation_localisation import agentrx_excerpts
+
+        leaked = agentrx_excerpts(judge)
+        if leaked and args.dataset != "trail":
+            # Validating on AgentRx: never show the judge excerpts of AgentRx runs.
+            keep = [s for s in judge.examples if str(getattr(s, "id", s)) not in leaked]
+            judge = Judge(
+                args.model,
+                fewshot=keep,
+                base_url=args.base_url,
+                answer=args.answer,
+                taxonomy=args.taxonomy,
+            )
+            print(
+                f"mast validate: note: left out {len(leaked)} few-shot excerpt(s) taken from "
+                f"AgentRx runs ({', '.join(leaked)})",
+                file=sys.stderr,
+            )
         return _localisation(args, judge)
     report = validate(
         judge,
