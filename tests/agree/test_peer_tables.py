@@ -96,3 +96,17 @@ def test_label_version_file_changes_a_draft_round_mapping(
     unmapped = json.dumps(after["excluded"])
     assert "Backtracking interruption" in unmapped
     assert "Backtracking interruption" not in json.dumps(before["excluded"])
+
+
+def test_report_names_only_the_option_it_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 11: mast report suggested --candidate-annotator, which it rejects."""
+    monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "cache"))
+    results = tmp_path / "r.jsonl"
+    assert main(["annotate", SAMPLE, "--model", "heuristic", "--out", str(results), "-q"]) == 0
+    capsys.readouterr()
+    code = main(["report", str(results), "--reference", SAMPLE, "--out", str(tmp_path / "x.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and "say which one with --reference-annotator (or" in err
+    assert "--candidate-annotator" not in err

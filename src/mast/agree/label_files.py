@@ -55,12 +55,18 @@ class LoadedLabels:
     ``{run: records}``, each to be scored on its own (``source`` is then empty)."""
 
 
-def read_labels(path: str | Path, *, annotator: str | None = None) -> LoadedLabels:
+def read_labels(
+    path: str | Path,
+    *,
+    annotator: str | None = None,
+    option: str = "--reference-annotator / --candidate-annotator",
+) -> LoadedLabels:
     """Read one source of labels (see the module docstring for the formats).
 
     A results store with several judge runs (:mod:`mast.agree.runs`): ``annotator`` names
     one run, or ``"majority"`` asks for their majority vote (ties unknown); without it, every
-    run is returned in ``.runs``.
+    run is returned in ``.runs``.  ``option`` is the command-line option a message about
+    choosing the annotator names (the one the calling command accepts).
     """
     path = Path(path)
     kind, rows, notes = _sniff_rows(path)
@@ -71,7 +77,7 @@ def read_labels(path: str | Path, *, annotator: str | None = None) -> LoadedLabe
     if kind == "traces":
         traces = read_traces(path)
         names = sorted({a for t in traces for a in t.labels})
-        chosen = _choose(annotator, names, path)
+        chosen = _choose(annotator, names, path, option)
         return LoadedLabels(labels_of(traces, chosen), chosen, "traces", traces, notes)
     groups = _by_annotator(rows)
     if groups is None:
@@ -80,7 +86,7 @@ def read_labels(path: str | Path, *, annotator: str | None = None) -> LoadedLabe
                 f"{path}: --annotator {annotator!r} given, but the file has no 'annotator' column"
             )
         return LoadedLabels(rows, annotator or path.stem, kind, notes=notes)
-    chosen = _choose(annotator, sorted(groups), path)
+    chosen = _choose(annotator, sorted(groups), path, option)
     if chosen == MAJORITY and MAJORITY not in groups:
         return LoadedLabels(majority_vote(groups), MAJORITY, kind, notes=notes)
     return LoadedLabels(groups[chosen], chosen, kind, notes=notes)
@@ -142,7 +148,12 @@ def read_traces(path: Path) -> list[Trace]:
     return list(load_traces(path))
 
 
-def _choose(annotator: str | None, names: list[str], path: Path) -> str:
+def _choose(
+    annotator: str | None,
+    names: list[str],
+    path: Path,
+    option: str = "--reference-annotator / --candidate-annotator",
+) -> str:
     if annotator is not None:
         if annotator == MAJORITY and annotator not in names:
             if len(names) < 2:
@@ -163,7 +174,7 @@ def _choose(annotator: str | None, names: list[str], path: Path) -> str:
         raise StatsInputError(f"{path}: the file carries no labels")
     raise StatsInputError(
         f"{path}: labels from {len(names)} annotators {names}; say which one with "
-        "--reference-annotator / --candidate-annotator (or 'majority' for their majority vote)"
+        f"{option} (or 'majority' for their majority vote)"
     )
 
 

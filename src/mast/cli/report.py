@@ -26,7 +26,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     reference = None
     name = "reference"
     if args.reference:
-        loaded = read_labels(args.reference, annotator=args.reference_annotator)
+        loaded = read_labels(
+            args.reference, annotator=args.reference_annotator, option="--reference-annotator"
+        )
         reference, name = loaded.source, loaded.name
         for note in loaded.notes:
             print(f"note: {note}", file=sys.stderr)
