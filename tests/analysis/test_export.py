@@ -195,9 +195,10 @@ def test_cli_export_otel(
     code = main(["export", "otel", str(results), "--traces", str(PHOENIX), "--out", str(out)])
     assert code == 0
     said = capsys.readouterr().out
-    assert "13 gen_ai.evaluation.result event(s) from 2 annotation(s)" in said
+    # 13 verdict events and one error.type event for the failed record
+    assert "14 gen_ai.evaluation.result event(s) from 2 annotation(s)" in said
     assert "13 attached" in said and "1 unusable record(s) skipped" in said
-    assert len(_records(out)) == 13
+    assert len(_records(out)) == 14
     assert main(["export", "otel", str(results)]) == 2  # neither --out nor --endpoint
     assert "give --out FILE or --endpoint URL" in capsys.readouterr().err
 

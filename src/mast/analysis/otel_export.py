@@ -8,8 +8,14 @@ Repetition"``), ``gen_ai.evaluation.score.value`` (1.0 = the mode is present, 0.
 ``gen_ai.evaluation.explanation`` (the judge's rationale). The conventions ask for the event
 to be parented to the span it evaluates: when the trace came from OpenTelemetry (or Phoenix,
 or Langfuse with OTel ids) the record carries that trace id and the span id of the first
-evidence step (else the trace's root span). Modes left unknown by the judge get no event
-(unknown is not "no"); they are counted in the returned summary.
+evidence step (else the trace's root span); an event that cannot be parented carries
+``gen_ai.response.id`` (the evaluated trace's id) instead. Modes left unknown by the judge get
+no event (unknown is not "no"); they are counted in the returned summary. A failed annotation
+gives one event with ``error.type`` and no score (``error_events=False``: none). Every record
+has ``timeUnixNano`` (when the verdict was made) and ``observedTimeUnixNano``.
+
+The SDK's logs API still lives in private modules (``opentelemetry.sdk._logs``, the exporters'
+``_log_exporter``), so the ``otel`` extra bounds those packages below their next minor release.
 
 Records go through the OTel SDK's own exporters: the OTLP JSON file exporter (``out=``) or
 OTLP over HTTP (``endpoint=``). Both ship in the ``otel`` extra.
@@ -29,6 +35,7 @@ True
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +64,8 @@ class ExportSummary:
     """Modes the judge left unknown: no event (unknown is not "no")."""
     skipped: list[str] = field(default_factory=list)
     """Annotations without a usable verdict (status not ``ok``), by trace id."""
+    error_events: int = 0
+    """Events with ``error.type`` for those annotations (``error_events=False``: none)."""
 
 
 @dataclass(frozen=True)
@@ -111,13 +120,24 @@ def _trace_context(trace: Trace | None, step_ids: Sequence[str]) -> tuple[int | 
     return trace_id, None
 
 
+def _nanos(ann: Annotation) -> int:
+    """When the verdict was made, in ns since the epoch (the record's ``timeUnixNano``)."""
+    return int(ann.created_at.timestamp()) * 1_000_000_000 + ann.created_at.microsecond * 1000
+
+
 def evaluation_events(
     annotations: Iterable[Annotation],
     traces: Iterable[Trace] = (),
     *,
     summary: ExportSummary | None = None,
+    error_events: bool = True,
 ) -> list[EvaluationEvent]:
-    """The events for ``annotations`` (no SDK needed: plain attribute dicts)."""
+    """The events for ``annotations`` (no SDK needed: plain attribute dicts).
+
+    A failed annotation gives one event with ``error.type`` (its ``error_kind``, else its
+    status) and no score, unless ``error_events=False``. An event that cannot be parented to
+    a span carries ``gen_ai.response.id`` (the evaluated trace's id), as the conventions ask.
+    """
     from mast.taxonomy import load_taxonomy
 
     by_id: Mapping[str, Trace] = {t.id: t for t in traces}
@@ -128,11 +148,28 @@ def evaluation_events(
     events: list[EvaluationEvent] = []
     for ann in annotations:
         summary.annotations += 1
-        if not ann.ok:
-            summary.skipped.append(ann.trace_id)
-            continue
         trace = by_id.get(ann.trace_id)
         model = str(ann.judge.get("model") or "") or None
+        if not ann.ok:
+            summary.skipped.append(ann.trace_id)
+            if error_events:
+                failure: dict[str, Any] = {
+                    "gen_ai.evaluation.name": "MAST",
+                    "error.type": ann.error_kind or str(ann.status),
+                    "mast.trace.id": ann.trace_id,
+                    "mast.taxonomy": ann.taxonomy,
+                }
+                if model:
+                    failure["mast.judge.model"] = model
+                trace_id, span_id = _trace_context(trace, [])
+                if trace_id is None or span_id is None:
+                    failure["gen_ai.response.id"] = ann.trace_id
+                else:
+                    summary.attached += 1
+                events.append(EvaluationEvent(failure, trace_id, span_id, _nanos(ann)))
+                summary.error_events += 1
+                summary.events += 1
+            continue
         for code in ann.vector:
             value = ann.vector[code]
             if value is None:
@@ -159,7 +196,10 @@ def evaluation_events(
             trace_id, span_id = _trace_context(trace, steps)
             if trace_id is not None and span_id is not None:
                 summary.attached += 1
-            events.append(EvaluationEvent(attributes, trace_id, span_id, None))
+            else:
+                # Not parented to a span: the conventions correlate by the response's id.
+                attributes["gen_ai.response.id"] = ann.trace_id
+            events.append(EvaluationEvent(attributes, trace_id, span_id, _nanos(ann)))
             summary.events += 1
     return events
 
@@ -172,6 +212,7 @@ def export_otel(
     endpoint: str | None = None,
     headers: Mapping[str, str] | None = None,
     service_name: str = "mast",
+    error_events: bool = True,
 ) -> ExportSummary:
     """Emit one ``gen_ai.evaluation.result`` event per judged mode.
 
@@ -192,7 +233,7 @@ def export_otel(
         ) from exc
     exporter = _exporter(out, endpoint, headers)
     summary = ExportSummary()
-    events = evaluation_events(annotations, traces, summary=summary)
+    events = evaluation_events(annotations, traces, summary=summary, error_events=error_events)
     from mast._version import __version__
 
     provider = LoggerProvider(
@@ -214,7 +255,13 @@ def export_otel(
                     trace_flags=otel_trace.TraceFlags(otel_trace.TraceFlags.SAMPLED),
                 )
                 context = otel_trace.set_span_in_context(otel_trace.NonRecordingSpan(span_context))
-            logger.emit(event_name=EVENT_NAME, attributes=event.attributes, context=context)
+            logger.emit(
+                event_name=EVENT_NAME,
+                attributes=event.attributes,
+                context=context,
+                timestamp=event.timestamp_ns,
+                observed_timestamp=time.time_ns(),
+            )
     finally:
         provider.shutdown()
     return summary

@@ -58,13 +58,15 @@ def _cmd_otel(args: argparse.Namespace) -> int:
         endpoint=args.endpoint,
         headers=headers,
         service_name=args.service_name,
+        error_events=not args.no_error_events,
     )
     where = args.out or args.endpoint
     print(
         f"{summary.events} gen_ai.evaluation.result event(s) from {summary.annotations} "
         f"annotation(s) to {where}; {summary.attached} attached to the evaluated span, "
         f"{summary.unknown_cells} unknown mode(s) without an event, "
-        f"{len(summary.skipped)} unusable record(s) skipped"
+        f"{len(summary.skipped)} unusable record(s) skipped "
+        f"({summary.error_events} reported as error.type events)"
     )
     if traces == [] and summary.events:
         print(
@@ -123,6 +125,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="HTTP header for the endpoint (repeatable), e.g. an API key",
     )
     otel.add_argument("--service-name", default="mast", help="resource service.name")
+    otel.add_argument(
+        "--no-error-events",
+        action="store_true",
+        help="no error.type event for a failed annotation (default: one each)",
+    )
     otel.set_defaults(handler=_cmd_otel)
     for kind in ("csv", "parquet"):
         table = kinds.add_parser(kind, help=f"one row per annotation, as {kind}")
