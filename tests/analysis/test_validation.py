@@ -172,3 +172,22 @@ def test_validate_needs_people_labels(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert main(["validate", "--model", "heuristic", "--dataset", "nope.json", "-q"]) == 2
+
+
+def test_offline_hint_names_how_this_caller_passes_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32 item 11: the CLI's hint names --dataset PATH, Python's names mast.validate."""
+    from mast.cli import main
+    from mast.errors import DatasetUnavailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    argv = ["validate", "--model", "heuristic", "--dataset", "mad-human", "-q"]
+    assert main([*argv, "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert "pass its path: mast validate --dataset MAD_human_labelled_dataset.json" in err
+    assert "load_mad_human(" not in err
+    with pytest.raises(DatasetUnavailableError, match=r"mast\.validate\(judge, 'MAD_human"):
+        mast.validate(mast.Judge("heuristic"), "mad-human")

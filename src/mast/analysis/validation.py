@@ -33,7 +33,7 @@ from mast.agree.resample import binary_metrics
 from mast.agree.table import LabelSet, human_annotators, labels_of, majority_vote, to_table
 from mast.analysis.validation_report import ValidationReport
 from mast.bulk.runner import annotate_many
-from mast.errors import StatsInputError
+from mast.errors import DatasetUnavailableError, StatsInputError
 from mast.judge.judge import Judge
 from mast.taxonomy import Taxonomy
 from mast.traces.model import Trace
@@ -54,7 +54,10 @@ def _load(dataset: object, revision: str | None) -> tuple[list[Trace], str]:
         with warnings.catch_warnings():
             # The published file repeats label blocks: the report says so in its own words.
             warnings.filterwarnings("ignore", message=r".*distinct label blocks")
-            traces = load_mad_human(revision=revision)
+            try:
+                traces = load_mad_human(revision=revision)
+            except DatasetUnavailableError as exc:
+                raise with_path_hint(exc, "mast.validate(judge, {file!r})") from exc
         return traces, "mad-human (MAST-Data human-labelled file)"
     if isinstance(dataset, (str, Path)):
         path = Path(dataset)
@@ -68,6 +71,26 @@ def _load(dataset: object, revision: str | None) -> tuple[list[Trace], str]:
         return list(dataset), f"{len(dataset)} given traces"
     raise StatsInputError(
         f"dataset must be 'mad-human', a path, or a list of traces; got {type(dataset).__name__}"
+    )
+
+
+def with_path_hint(exc: DatasetUnavailableError, form: str) -> DatasetUnavailableError:
+    """``exc`` with its "pass its path" hint in the caller's form (``{file!r}`` is filled
+    with the file name): the loader function in Python, ``--dataset PATH`` on the CLI."""
+    from mast.traces.catalog import info
+
+    name = exc.filename or "MAD_human_labelled_dataset.json"
+    loader_call = f"{info(MAD_HUMAN).loader}({name!r})"
+    message = str(exc)
+    for call in (loader_call, f"mast.validate(judge, {name!r})"):
+        message = message.replace(call, form.format(file=name))
+    return type(exc)(
+        message,
+        dataset=exc.dataset,
+        repo_id=exc.repo_id,
+        revision=exc.revision,
+        filename=exc.filename,
+        url=exc.url,
     )
 
 

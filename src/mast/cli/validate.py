@@ -122,19 +122,25 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return _localisation(args, judge)
-    report = validate(
-        judge,
-        args.dataset,
-        out=args.out,
-        budget_usd=args.budget,
-        concurrency=args.concurrency,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        revision=args.revision,
-        cache=not args.no_cache,
-        progress=not args.quiet,
-        resample=args.resample,
-    )
+    from mast.analysis.validation import with_path_hint
+    from mast.errors import DatasetUnavailableError
+
+    try:
+        report = validate(
+            judge,
+            args.dataset,
+            out=args.out,
+            budget_usd=args.budget,
+            concurrency=args.concurrency,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            revision=args.revision,
+            cache=not args.no_cache,
+            progress=not args.quiet,
+            resample=args.resample,
+        )
+    except DatasetUnavailableError as exc:  # the hint names this command's option
+        raise with_path_hint(exc, "mast validate --dataset {file} …") from exc
     majority = report.majority
     c = majority.context
     print(
