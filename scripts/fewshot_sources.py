@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from mast._resources import data_dir
-from mast.judge.prompt.excerpt_check import CUT, run_messages
+from mast.judge.prompt.excerpt_check import CUT, FOLDERS, run_messages
 from mast.judge.prompt.excerpts import Excerpt, Source, load_pool
 from mast.judge.prompt.leak import MIN_PROBE_CHARS, SHARED_TEXT_FILE
 
@@ -97,6 +97,18 @@ def shared_lines(pool: list[Excerpt], root: Path) -> list[str]:
     return sorted(out)
 
 
+def _task_source(ex: Excerpt, root: Path, messages: list[str]) -> str:
+    folder = FOLDERS[ex.source.dataset]
+    if ex.source.dataset == "whoandwhen":
+        data = json.loads((root / folder / ex.source.path).read_text(encoding="utf-8"))
+        return str(data["question"])
+    if ex.source.dataset == "ag2":
+        data = json.loads((root / folder / ex.source.path).read_text(encoding="utf-8"))
+        return "\n".join(data["problem_statement"])
+    task = _norm(ex.task or "")
+    return next((m for m in messages if task in _norm(m)), "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="folder holding whoandwhen/, ag2/, mad/, agentrx/")
@@ -115,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         messages = run_messages(ex.source, args.root)
         span = range(min(ex.source.history), max(ex.source.history) + 1)
         fixture.setdefault(ex.run, {}).update({str(i): messages[i] for i in span})
+        if ex.task is not None:
+            # Where a `task:` may come from: the run's question, or a message that holds it.
+            fixture[ex.run]["task"] = _task_source(ex, args.root, messages)
     out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "excerpt_sources.json.gz"
     # gzip, mtime 0: the same pool gives the same bytes.
     data = json.dumps(fixture, ensure_ascii=False, indent=0, sort_keys=True) + "\n"

@@ -23,12 +23,18 @@ POOL = load_pool()
 
 
 def _messages(ex: Excerpt) -> dict[int, str]:
-    return {int(i): text for i, text in SOURCES[ex.run].items()}
+    return {int(i): text for i, text in SOURCES[ex.run].items() if i.isdigit()}
 
 
 @pytest.mark.parametrize("ex", POOL, ids=[ex.id for ex in POOL])
 def test_every_step_rebuilds_from_its_source(ex: Excerpt) -> None:
     assert check_excerpt(ex, _messages(ex)) == []
+
+
+@pytest.mark.parametrize("ex", [e for e in POOL if e.task], ids=[e.id for e in POOL if e.task])
+def test_a_task_is_the_runs_own_text(ex: Excerpt) -> None:
+    # `task:` is the run's question (or a message's text) verbatim, whitespace aside.
+    assert " ".join(ex.task.split()) in " ".join(SOURCES[ex.run]["task"].split())  # type: ignore[union-attr]
 
 
 def _replace_step(ex: Excerpt, step_id: str, content: str) -> Excerpt:

@@ -93,7 +93,11 @@ def test_a_run_rebuilt_from_an_excerpts_source_drops_only_that_excerpt() -> None
     sources = json.loads(gzip.decompress((FIXTURES / "excerpt_sources.json.gz").read_bytes()))
     for run, messages in sources.items():
         steps = [
-            Step.make(int(i), text) for i, text in sorted(messages.items(), key=lambda x: int(x[0]))
+            Step.make(int(i), text)
+            for i, text in sorted(
+                messages.items(), key=lambda x: int(x[0]) if x[0].isdigit() else -1
+            )
+            if i.isdigit()
         ]
         trace = Trace(id=run, steps=steps)
         own = sorted(ex.id for ex in pool if ex.run == run)
