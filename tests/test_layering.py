@@ -1,9 +1,15 @@
-"""The package's import graph: no circles, no upward imports, no module over 600 lines.
+"""The package's import graph: no circles at any level, no upward imports, no module over 600
+lines.
 
 The graph is read from the source with :mod:`ast` (every ``import`` statement, including the
-ones inside functions), so a lazy import that closes a circle is caught too.  Imports under
-``if TYPE_CHECKING:`` never run and are left out: they are how a type hint names a class of a
-module that itself imports this one.
+ones inside functions), so a lazy import that closes a circle is caught too. Imports under
+``if TYPE_CHECKING:`` never run, but they still say that one module needs another's types: a
+circle through them is a circle of the design (the type belongs below both), so circles count
+them; the stage order (upward imports) is checked on the imports that run.
+
+A circle is looked for at every level: between modules, and inside every package between its
+direct children (modules and subpackages, a subpackage standing for all its modules), so two
+subpackages that import each other through different modules fail as well.
 """
 
 from __future__ import annotations
@@ -35,13 +41,16 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> set[str]:
-    """Modules of the package that ``tree`` imports at run time."""
+def _imports(
+    tree: ast.AST, name: str, is_package: bool, modules: set[str], *, type_checking: bool = False
+) -> set[str]:
+    """Modules of the package that ``tree`` imports at run time (and, with ``type_checking``,
+    under ``if TYPE_CHECKING:``)."""
     package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             for child in node.orelse:
                 visit(child)
             return
@@ -65,16 +74,59 @@ def _imports(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> s
     return {m for m in found if m in modules and m != name}
 
 
-def import_graph(src: Path = SRC) -> dict[str, set[str]]:
-    """``{module: modules it imports}`` for every module under ``src``."""
+def import_graph(src: Path = SRC, *, type_checking: bool = False) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` for every module under ``src`` (``type_checking``:
+    count the imports under ``if TYPE_CHECKING:`` too)."""
     files = {module_name(p, src): p for p in src.rglob("*.py")}
     modules = set(files)
     return {
         name: _imports(
-            ast.parse(path.read_text(encoding="utf-8")), name, path.stem == "__init__", modules
+            ast.parse(path.read_text(encoding="utf-8")),
+            name,
+            path.stem == "__init__",
+            modules,
+            type_checking=type_checking,
         )
         for name, path in files.items()
     }
+
+
+def package_graphs(graph: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
+    """For every package, the imports between its direct children.
+
+    ``{package: {child: children it imports}}``, where a child is a module or a subpackage of
+    the package and an import of any module inside a subpackage counts as one of the
+    subpackage. The package's own ``__init__`` is left out: it is the face that may name its
+    children, not one of them.
+    """
+    packages = {m for m in graph if any(o.startswith(m + ".") for o in graph)}
+    out: dict[str, dict[str, set[str]]] = {p: {} for p in packages}
+    for package in packages:
+        depth = package.count(".") + 1
+
+        def child(module: str, package: str = package, depth: int = depth) -> str | None:
+            if not module.startswith(package + "."):
+                return None
+            return ".".join(module.split(".")[: depth + 1])
+
+        edges = out[package]
+        for module, deps in graph.items():
+            if (a := child(module)) is None:
+                continue
+            edges.setdefault(a, set())
+            for dep in deps:
+                if (b := child(dep)) is not None and b != a:
+                    edges[a].add(b)
+    return out
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """A circle between modules, and one per package between its children (empty: none)."""
+    found = [c] if (c := find_cycle(graph)) else []
+    for package, edges in sorted(package_graphs(graph).items()):
+        if cycle := find_cycle(edges):
+            found.append([f"in {package}:", *cycle])
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -117,7 +169,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_import_circles() -> None:
-    assert find_cycle(import_graph()) is None
+    assert circles(import_graph(type_checking=True)) == []
 
 
 def test_no_upward_imports() -> None:
@@ -162,7 +214,8 @@ def test_a_planted_circle_is_found(tmp_path: Path) -> None:
     assert find_cycle(import_graph(src)) == ["mast.judge.a", "mast.judge.b", "mast.judge.a"]
 
 
-def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
+def test_a_circle_through_type_checking_imports_is_found(tmp_path: Path) -> None:
+    # Two modules of one package: the second names the first's type for a hint only.
     src = _write(
         tmp_path,
         {
@@ -173,7 +226,34 @@ def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
             "    from mast.judge.a import x\n",
         },
     )
-    assert find_cycle(import_graph(src)) is None
+    assert find_cycle(import_graph(src)) is None  # never runs: not an upward import either
+    assert circles(import_graph(src, type_checking=True)) == [
+        ["mast.judge.a", "mast.judge.b", "mast.judge.a"],
+        ["in mast.judge:", "mast.judge.a", "mast.judge.b", "mast.judge.a"],
+    ]
+
+
+def test_a_circle_between_subpackages_is_found(tmp_path: Path) -> None:
+    # No two modules import each other, but prompt/ needs reply/ and reply/ needs prompt/.
+    files = {"__init__.py": "", "judge/__init__.py": ""}
+    files |= {f"judge/{sub}/__init__.py": "" for sub in ("prompt", "reply")}
+    files |= {
+        "judge/prompt/render.py": "from mast.judge.reply import parse\n",
+        "judge/reply/parse.py": "",
+        "judge/reply/echo.py": "from mast.judge.prompt import types\n",
+        "judge/prompt/types.py": "",
+    }
+    graph = import_graph(_write(tmp_path, files))
+    assert find_cycle(graph) is None
+    assert circles(graph) == [
+        ["in mast.judge:", "mast.judge.prompt", "mast.judge.reply", "mast.judge.prompt"]
+    ]
+
+
+def test_a_package_face_naming_its_children_is_no_circle(tmp_path: Path) -> None:
+    files = {"__init__.py": "", "judge/__init__.py": "from mast.judge import a, b\n"}
+    files |= {"judge/a.py": "from mast.judge import b\n", "judge/b.py": ""}
+    assert circles(import_graph(_write(tmp_path, files))) == []
 
 
 @pytest.mark.parametrize(

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
 from mast.errors import MissingDependencyError
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-    from mast.analysis import Comparison, Cooccurrence, ModesPerTrace, OutcomeAnalysis, Prevalence
 
 __all__ = [
     "agreement_forest",
@@ -40,6 +39,44 @@ __all__ = [
     "outcome_lift",
     "prevalence_bars",
 ]
+
+
+# What each figure reads of a result of mast.analysis.results. The results' .plot() methods
+# call these functions, so the functions name the results by what they read, not by class.
+class _Result(Protocol):
+    @property
+    def table(self) -> pd.DataFrame: ...
+    def _title(self) -> str: ...
+
+
+class _Grouped(_Result, Protocol):  # ModesPerTrace
+    @property
+    def by(self) -> list[str]: ...
+
+
+class _Prevalence(_Grouped, Protocol):
+    @property
+    def level(self) -> str: ...
+
+
+class _Cooccurrence(_Result, Protocol):
+    @property
+    def phi(self) -> pd.DataFrame: ...
+    @property
+    def conditional(self) -> pd.DataFrame: ...
+    @property
+    def joint(self) -> pd.DataFrame: ...
+
+
+class _Outcomes(_Result, Protocol):
+    @property
+    def confidence(self) -> float: ...
+
+
+class _Comparison(_Result, Protocol):
+    @property
+    def names(self) -> tuple[str, str]: ...
+
 
 _INSTALL = "pip install 'mast-annotator[plot]' (or: pip install matplotlib)"
 
@@ -93,7 +130,7 @@ def _nan(value: object) -> bool:
 
 
 def prevalence_bars(
-    result: Prevalence,
+    result: _Prevalence,
     *,
     value: Literal["share_of_traces", "share_of_flags"] = "share_of_traces",
     ax: Axes | None = None,
@@ -173,7 +210,7 @@ def prevalence_bars(
 
 
 def category_stack(
-    result: Prevalence,
+    result: _Prevalence,
     *,
     value: Literal["share_of_flags", "share_of_traces"] = "share_of_flags",
     ax: Axes | None = None,
@@ -241,7 +278,7 @@ def category_stack(
 
 
 def cooccurrence_heatmap(
-    result: Cooccurrence,
+    result: _Cooccurrence,
     *,
     kind: Literal["phi", "conditional"] = "phi",
     ax: Axes | None = None,
@@ -320,7 +357,7 @@ _ASSOCIATION_COLOURS = {
 
 
 def outcome_lift(
-    result: OutcomeAnalysis,
+    result: _Outcomes,
     *,
     value: Literal["odds_ratio", "lift"] = "odds_ratio",
     title: str | None = None,
@@ -404,7 +441,7 @@ def outcome_lift(
 
 
 def modes_per_trace(
-    result: ModesPerTrace, *, ax: Axes | None = None, title: str | None = None
+    result: _Grouped, *, ax: Axes | None = None, title: str | None = None
 ) -> Figure:
     """Mean modes per trace per group: all traces, failed and successful runs, with CIs."""
     table = result.table
@@ -455,7 +492,7 @@ def modes_per_trace(
 
 
 def comparison_forest(
-    result: Comparison, *, ax: Axes | None = None, title: str | None = None
+    result: _Comparison, *, ax: Axes | None = None, title: str | None = None
 ) -> Figure:
     """Change in prevalence per mode (b minus a) with its interval."""
     from mast.agree.render import forest_plot

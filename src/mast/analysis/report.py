@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mast.traces.model import Trace
 
 if TYPE_CHECKING:
-    from mast.analysis import VectorData
+    from mast.analysis.data import VectorData
 from mast.analysis.explorer import embed_json, explorer_data
 from mast.analysis.report_runs import runs_compared
 from mast.analysis.report_sections import (

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from mast.analysis import VectorData
+    from mast.analysis.data import VectorData
 
 Results = Mapping[str, Sequence[Annotation]] | Sequence[Annotation] | str | Path | Sequence[Path]
 
