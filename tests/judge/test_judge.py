@@ -495,6 +495,8 @@ def test_unknown_price_and_unreported_usage_give_no_cost(
     [
         "mast.judge.judge",
         "mast.judge.prompt.render",
+        "mast.judge.prompt.types",
+        "mast.judge.records",
         "mast.judge.annotation",
         "mast.judge.providers.pricing",
         "mast.judge.providers.usage",

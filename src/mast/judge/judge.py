@@ -55,16 +55,17 @@ from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_T
 from mast.judge.providers.pricing import PricesLike, PriceTable, price_table
 from mast.judge.providers.schema_choice import SchemaChoice
 from mast.judge.providers.usage import Usage
+from mast.judge.records import _Context, _Outcome, answered, failed, heuristic_record, price
 from mast.judge.reply.attribution_grounding import ground_attribution
 from mast.judge.reply.echo import Planted, folded_fields
 from mast.judge.reply.grounding import EvidencePolicy, ground
 from mast.judge.reply.parse import find_planted, parse_response
 from mast.judge.verdict import Verdict
-from mast.judge.windowed import _Context, _Outcome, annotate_in_windows
+from mast.judge.windowed import annotate_in_windows
 from mast.privacy.redact import Redactor
 from mast.privacy.scrub import Scrubber, safe_url, url_credentials
 from mast.taxonomy import Taxonomy, load_taxonomy
-from mast.traces.model import FailureVector, Trace
+from mast.traces.model import Trace
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "CallHook", "Judge", "Send", "context_window"]
 
@@ -514,82 +515,21 @@ class Judge:
         )
 
     def _cost(self, usage: Usage) -> tuple[float | None, list[str]]:
-        key = f"{self.provider_name}/{self.model_name}"
-        cost = self._prices.cost(key, usage)
-        if cost is not None:
-            return cost, []
-        if key not in self._prices:
-            return None, [f"no price for {key}: cost unknown (pass prices= to Judge to set one)"]
-        return None, ["the provider did not report token usage: cost unknown"]
+        return price(self._prices, f"{self.provider_name}/{self.model_name}", usage)
 
     def _annotation(
         self, trace: Trace, ctx: _Context, prompt: Prompt, outcome: _Outcome, start: float
     ) -> Annotation:
-        judge = self.describe()
-        judge["fewshot"] = [ex.id for ex in ctx.examples]
-        judge["static_prefix_hash"] = prompt.static_prefix_hash
-        judge["prompt_hash"] = prompt.prompt_hash
-        judge["response_ids"] = [c.response_id for c in outcome.completions]
-        if outcome.completions:
-            judge["response_model"] = outcome.completions[-1].model
-        cost, cost_note = self._cost(outcome.usage)
-        verdict = outcome.verdict
-        return Annotation(
-            trace_id=trace.id,
-            status=outcome.status,
-            error=outcome.error,
-            taxonomy=self.taxonomy.label,
-            vector=verdict.vector if verdict else FailureVector(codes=self.taxonomy.codes),
-            findings=dict(verdict.findings) if verdict else {},
-            task_completed=verdict.task_completed if verdict else None,
-            summary=verdict.summary if verdict else None,
-            decisive_error=verdict.decisive_error if verdict else None,
-            judge=judge,
-            usage=outcome.usage,
-            cost_usd=cost,
-            latency_s=time.perf_counter() - start,
-            windows=1,
-            problems=ctx.notes
-            + outcome.problems
-            + (verdict.problems if verdict else [])
-            + cost_note,
-            raw=outcome.raw,
-        )
+        cost = self._cost(outcome.usage)
+        return answered(trace, self.taxonomy, self.describe(), ctx, prompt, outcome, start, cost)
 
     def _failed(
         self, trace: Trace, ctx: _Context, start: float, error: str, problems: list[str]
     ) -> Annotation:
-        return Annotation(
-            trace_id=trace.id,
-            status="error",
-            error=error,
-            taxonomy=self.taxonomy.label,
-            vector=FailureVector(codes=self.taxonomy.codes),
-            judge=self.describe(),
-            usage=Usage.zero(),
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - start,
-            windows=0,
-            problems=ctx.notes + problems,
-        )
+        return failed(trace, self.taxonomy, self.describe(), ctx, start, error, problems)
 
     def _heuristic(self, trace: Trace, start: float) -> Annotation:
         from mast.judge.heuristic import heuristic_verdict
 
         verdict = self._ground(heuristic_verdict(trace, self.taxonomy), trace)
-        return Annotation(
-            trace_id=trace.id,
-            status="ok",
-            taxonomy=self.taxonomy.label,
-            vector=verdict.vector,
-            findings=dict(verdict.findings),
-            task_completed=verdict.task_completed,
-            summary=verdict.summary,
-            judge=self.describe(),
-            usage=Usage.zero(),
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - start,
-            windows=1,
-            problems=list(verdict.problems),
-            raw=None,
-        )
+        return heuristic_record(trace, self.taxonomy, self.describe(), verdict, start)

@@ -1,29 +1,24 @@
-"""Annotating a trace too long for one prompt: window by window, then merged.
-
-Also the two records every pass shares: :class:`_Context` (what a trace's prompt is built from)
-and :class:`_Outcome` (what one prompt returned, repairs included).
-"""
+"""Annotating a trace too long for one prompt: window by window, then merged."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mast.errors import (
     ContextLengthError,
 )
-from mast.judge.annotation import Annotation, Status
+from mast.judge.annotation import Annotation
 from mast.judge.budget import (
     _MAX_CONTEXT_RETRIES,
 )
 from mast.judge.offload.loop import off_loop
 from mast.judge.prompt.render import render
-from mast.judge.prompt.shots import Shot
 from mast.judge.prompt.types import Prompt, WindowInfo
 from mast.judge.providers import Completion
 from mast.judge.providers.usage import Usage
+from mast.judge.records import _Context, _Outcome
 from mast.judge.reply.attribution_grounding import merge_window_attribution
 from mast.judge.verdict import Verdict
 from mast.judge.windows import (
@@ -39,28 +34,6 @@ from mast.judge.windows import (
 )
 from mast.taxonomy import Taxonomy
 from mast.traces.model import Trace
-
-
-@dataclass(frozen=True)
-class _Context:
-    """What the prompt of one trace is built from."""
-
-    examples: list[Shot]
-    system: str
-    notes: list[str]
-
-
-@dataclass
-class _Outcome:
-    """Result of one prompt (one window or the whole trace), repairs included."""
-
-    status: Status
-    verdict: Verdict | None = None
-    error: str | None = None
-    usage: Usage = field(default_factory=Usage.zero)
-    raw: str | None = None
-    problems: list[str] = field(default_factory=list)
-    completions: list[Completion] = field(default_factory=list)
 
 
 class _Judge(Protocol):
