@@ -191,3 +191,19 @@ def test_offline_hint_names_how_this_caller_passes_a_path(
     assert "load_mad_human(" not in err
     with pytest.raises(DatasetUnavailableError, match=r"mast\.validate\(judge, 'MAD_human"):
         mast.validate(mast.Judge("heuristic"), "mad-human")
+
+
+def test_report_md_does_not_end_with_warning_paragraphs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 11: report.md ended with one UndefinedMetricWarning paragraph per report."""
+    monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "cache"))
+    sample = mast.traces.datasets.examples_path() / "mad_human_sample.json"
+    report = mast.validate(
+        mast.Judge("heuristic"), sample, out=tmp_path, progress=False, bootstrap=20
+    )
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "UndefinedMetricWarning" not in text
+    assert any("values undefined on this data" in n for n in report.notes)
+    data = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert any("undefined" in n for n in data["reports"]["majority"]["notes"])

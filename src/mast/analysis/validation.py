@@ -30,6 +30,7 @@ import numpy.typing as npt
 from mast.agree import AgreementReport, agreement
 from mast.agree.blocks import Resample, block_clusters, check_resample, duplicate_blocks
 from mast.agree.resample import binary_metrics
+from mast.agree.stats import UndefinedMetricWarning
 from mast.agree.table import LabelSet, human_annotators, labels_of, majority_vote, to_table
 from mast.analysis.validation_report import ValidationReport
 from mast.bulk.runner import annotate_many
@@ -244,10 +245,20 @@ def validate(
                 by_version[version] = agreement(
                     subset, picked, reference_name=f"majority ({version})", **options
                 )
+    undefined = 0
     for w in caught:
+        if issubclass(w.category, UndefinedMetricWarning):
+            undefined += 1  # each report lists its own in its notes (report.json)
+            continue
         line = f"{w.category.__name__}: {w.message}"
         if line not in notes:
             notes.append(line)
+    if undefined:
+        notes.append(
+            f"{undefined} of the agreement reports have values undefined on this data (a mode "
+            "nobody flagged, or one the reference gives one class): they are NaN, shown as "
+            "'undef.', and each report's notes in report.json name them"
+        )
     judged = _aligned(annotations, ids, tax, "judge")
     majority_values = _aligned(majority, ids, tax, "majority")
     ceilings = _ceilings(humans, cube, judged, majority_values, references, ids, tax)
