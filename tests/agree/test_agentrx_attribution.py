@@ -32,7 +32,9 @@ def _results(path: Path, runs: dict[str, Any]) -> None:
                 vector=FailureVector(),
                 decisive_error=None
                 if answer is None
-                else DecisiveError(agent=answer["agent"], step_id=answer["step"]),
+                else DecisiveError(
+                    agent=answer["agent"], step_id=answer["step"], modes=answer.get("modes", [])
+                ),
             )
         )
     store.close()

@@ -14,6 +14,9 @@ labelled ones, per trace:
   failure of a run (AgentRx): the predicted step is one of the labelled failure steps, and
   separately within ``±within`` steps of the nearest one. The agent and step measures above
   then score the run's root cause.
+* **root-cause category** (AgentRx), for labels that name the root cause's category: the
+  category is one of the modes the decisive error names. A prediction naming no code of the
+  labels' taxonomy (e.g. a MAST judge's modes against AgentRx categories) is unanswered.
 * Labels pointing past the end of the trace (a step index the history does not have) are
   excluded from every score and listed; so are labelled traces without a prediction
   record and predictions without a label.
@@ -60,7 +63,8 @@ __all__ = [
     "attribution_labels",
 ]
 
-METRICS = ("agent", "step", "step_within", "any_step", "any_step_within")
+METRICS = ("agent", "step", "step_within", "any_step", "any_step_within", "category")
+_OPTIONAL = ("any_step", "any_step_within", "category")  # only where the labels have them
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,10 @@ class AttributionLabel:
     failure_steps: tuple[str, ...] = ()
     """Step ids of every labelled failure of the run (AgentRx), empty when only the
     decisive error is labelled (Who&When)."""
+    category: str | None = None
+    """The root cause's category code (AgentRx), if labelled."""
+    category_codes: tuple[str, ...] = ()
+    """Every code of the taxonomy ``category`` belongs to."""
 
     @property
     def past_end(self) -> bool:
@@ -122,6 +130,7 @@ def attribution_labels(traces: Iterable[Trace]) -> dict[str, AttributionLabel]:
             meta["agentrx"] if isinstance(meta.get("agentrx"), Mapping) else {}
         )
         failures = labelled.get("failures") or []
+        root = labelled.get("root_cause")
         steps = tuple(
             dict.fromkeys(
                 normalize_step_id(str(f["step_id"]))
@@ -138,6 +147,8 @@ def attribution_labels(traces: Iterable[Trace]) -> dict[str, AttributionLabel]:
             subset=_subset(trace),
             system=trace.system,
             failure_steps=tuple(s for s in steps if s is not None),
+            category=root.get("category") if isinstance(root, Mapping) else None,
+            category_codes=tuple(trace.labels["agentrx"]) if "agentrx" in trace.labels else (),
         )
     return out
 
@@ -342,6 +353,7 @@ def _prediction(value: PredictionLike) -> DecisiveError | None:
         return DecisiveError(
             agent=value.get("agent"),
             step_id=normalize_step_id(step) if step is not None else None,
+            modes=[str(m) for m in value.get("modes") or []],
         )
     raise TypeError(f"a prediction must be a DecisiveError, Annotation or mapping, got {value!r}")
 
@@ -420,12 +432,17 @@ def attribution_accuracy(
         row["any_step_within"] = None if unknown else bool(near) and min(near) <= within
         if has_failures:
             row["label_failure_steps"] = list(lab.failure_steps)
+        named = [m for m in (pred.modes if pred else []) if m in lab.category_codes]
+        row["category"] = None if lab.category is None or not named else lab.category in named
+        if lab.category is not None:
+            row["label_category"], row["predicted_categories"] = lab.category, named
         row["labelled"] = {
             "agent": lab.agent is not None,
             "step": lab.step_id is not None,
             "step_within": lab.step_id is not None,
             "any_step": has_failures,
             "any_step_within": has_failures,
+            "category": lab.category is not None,
         }
         rows.append(row)
 
@@ -460,8 +477,8 @@ def _score(
     out: dict[str, Accuracy] = {}
     for metric in METRICS:
         scored = [r for r in rows if r["labelled"][metric]]
-        if not scored and metric.startswith("any_"):
-            continue  # no label lists the run's failures (Who&When): not an AgentRx measure
+        if not scored and metric in _OPTIONAL:
+            continue  # no label lists failures or categories (Who&When): not measured
         correct = np.array([r[metric] is True for r in scored], dtype=np.float64)
         answered = np.array([r[metric] is not None for r in scored], dtype=np.float64)
         out[metric] = Accuracy(

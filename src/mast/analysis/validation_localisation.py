@@ -377,12 +377,21 @@ def _score_agentrx(
             baseline_most_steps(traces), labels, **quiet
         ),
     }
-    roots = {
-        t.id: t.metadata["agentrx"]["root_cause"]["category"]
-        for t in traces
-        if t.metadata.get("agentrx", {}).get("root_cause")
-        and t.metadata["agentrx"]["root_cause"]["category"]
-    }
+    roots = [lab.category for lab in labels.values() if lab.category]
+    if roots:
+        common = Counter(roots).most_common(1)[0][0]
+        report.baselines["the most frequent category"] = attribution_accuracy(
+            {tid: DecisiveError(modes=[common]) for tid in labels}, labels, **quiet
+        )
+        acc = report.attribution.overall.get("category")
+        base = report.baselines["the most frequent category"].overall["category"]
+        report.category_accuracy = {
+            "correct": acc.correct if acc else 0,
+            "answered": acc.answered if acc else 0,
+            "total": acc.total if acc else len(roots),
+            "baseline_category": common,
+            "baseline_correct": base.correct,
+        }
     if judge.taxonomy.name == "AgentRx":
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -396,19 +405,6 @@ def _score_agentrx(
                 candidate_name=judge.model,
             )
         report.notes += sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-        by_id = {a.trace_id: a for a in ok}
-        answered = [
-            tid for tid in roots if tid in by_id and (by_id[tid].decisive_error or _no).modes
-        ]
-        correct = [tid for tid in answered if roots[tid] in by_id[tid].decisive_error.modes]  # type: ignore[union-attr]
-        common, _ = Counter(roots.values()).most_common(1)[0] if roots else (None, 0)
-        report.category_accuracy = {
-            "correct": len(correct),
-            "answered": len(answered),
-            "total": len(roots),
-            "baseline_category": common,
-            "baseline_correct": sum(c == common for c in roots.values()),
-        }
     elif judge.taxonomy.name == "MAST":
         vectors = {a.trace_id: a.vector for a in ok}
         mapping = _mapping()
@@ -432,9 +428,6 @@ def _score_agentrx(
                     "without_flagged": flagged(without),
                 }
             )
-
-
-_no = DecisiveError()
 
 
 def load_agentrx_taxonomy() -> Any:
