@@ -148,7 +148,6 @@ def test_validate_on_agentrx_never_shows_agentrx_excerpts(
     argv = ["validate", "--model", "openai/gpt-4o-mini", "--dataset", str(TAU), "--out", str(out)]
     argv += ["--base-url", fake_llm.openai_base_url, "--bootstrap", "0", "-q"]
     assert main(argv) == 0
-    assert "left out" in capsys.readouterr().err
     # … and none of them reaches a prompt while validating on AgentRx
     for request in (r for r in fake_llm.requests if r.is_completion):
         body = json.dumps(request.body)

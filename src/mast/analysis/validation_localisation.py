@@ -347,7 +347,7 @@ def validate_localisation(
         report.notes.append(
             f"CONTAMINATION RISK: the judge's few-shot examples or pool include excerpts of "
             f"AgentRx runs ({', '.join(leaked)}), which can be shown on these traces; pass "
-            "fewshot= a list without them (mast validate leaves them out)"
+            "fewshot_exclude=['agentrx'] to the Judge (mast validate does)"
         )
     if kind == "agentrx":
         _score_agentrx(report, traces, ok, judge, within, bootstrap, seed)

@@ -95,32 +95,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from mast.analysis.validation_localisation import is_localisation_dataset
     from mast.judge.judge import Judge
 
+    localisation = is_localisation_dataset(args.dataset)
+    on_agentrx = localisation and args.dataset != "trail" and not _is_trail(args.dataset)
     judge = Judge(
         args.model,
         fewshot=args.fewshot,
         base_url=args.base_url,
         answer=args.answer,
         taxonomy=args.taxonomy,
+        # Validating on AgentRx: never show the judge the bundled excerpts of AgentRx runs.
+        fewshot_exclude=["agentrx"] if on_agentrx else (),
     )
-    if is_localisation_dataset(args.dataset):
-        from mast.analysis.validation_localisation import agentrx_excerpts
-
-        leaked = agentrx_excerpts(judge)
-        if leaked and args.dataset != "trail":
-            # Validating on AgentRx: never show the judge excerpts of AgentRx runs.
-            keep = [s for s in judge.examples if str(getattr(s, "id", s)) not in leaked]
-            judge = Judge(
-                args.model,
-                fewshot=keep,
-                base_url=args.base_url,
-                answer=args.answer,
-                taxonomy=args.taxonomy,
-            )
-            print(
-                f"mast validate: note: left out {len(leaked)} few-shot excerpt(s) taken from "
-                f"AgentRx runs ({', '.join(leaked)})",
-                file=sys.stderr,
-            )
+    if localisation:
         return _localisation(args, judge)
     from mast.analysis.validation import with_path_hint
     from mast.errors import DatasetUnavailableError
@@ -158,6 +144,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
     print(f"report: {args.out / 'report.md'} (and report.json); results: {report.results_path}")
     return 0 if majority.pooled.n_cells else 1
+
+
+def _is_trail(dataset: str) -> bool:
+    from mast.traces.trail import is_trail
+
+    return Path(dataset).exists() and is_trail(dataset)
 
 
 def _localisation(args: argparse.Namespace, judge: object) -> int:
