@@ -111,6 +111,15 @@ def _pull(args: argparse.Namespace) -> int:
             limit=args.limit,
         )
     elif args.kind == "langfuse":
+        filters = _filters(args.filter, "pull langfuse") or {}
+        unknown = set(filters) - {"user_id", "session_id", "environment"}
+        if unknown:
+            print(
+                f"mast pull langfuse: --filter {sorted(unknown)}: Langfuse filters are "
+                "user_id, session_id and environment",
+                file=sys.stderr,
+            )
+            return 2
         report = pull_langfuse(
             args.out,
             host=args.endpoint,
@@ -118,7 +127,7 @@ def _pull(args: argparse.Namespace) -> int:
             end=args.end,
             name=args.name,
             limit=args.limit,
-            **(_filters(args.filter, "pull langfuse") or {}),
+            **filters,
         )
     else:
         if not args.project:

@@ -207,10 +207,19 @@ class LangSmithStandIn(_Server):
     """LangSmith's feedback endpoints (and the /info the client reads first)."""
 
     api_key = "lsv2-test"
+    project_id = "11111111-2222-4333-8444-555555555555"
 
-    def __init__(self) -> None:
+    def __init__(self, runs: list[dict[str, Any]] | None = None, page: int = 2) -> None:
         self.feedback: dict[str, dict[str, Any]] = {}
         self.patched: list[str] = []
+        # The fixture runs were written from the SDK's Run objects; the API sends no
+        # "attachments" (the client builds them from "s3_urls").
+        self.runs = [
+            {**{k: v for k, v in r.items() if k != "attachments"}, "session_id": self.project_id}
+            for r in runs or []
+        ]
+        self.page = page
+        self.queries: list[dict[str, Any]] = []
         super().__init__()
 
     def handle(self, method, path, query, body, headers):  # type: ignore[override]
@@ -238,6 +247,17 @@ class LangSmithStandIn(_Server):
                 return 409, {"detail": "Feedback with this id already exists"}
             self.feedback[body["id"]] = body
             return 200, body
+        if method == "GET" and path == "/sessions":
+            # read_project(project_name=…): the project list filtered by name.
+            return 200, [
+                {
+                    "id": self.project_id, "name": query.get("name", ["agents"])[0],
+                    "tenant_id": "99999999-2222-4333-8444-555555555555",
+                    "start_time": "2026-01-01T00:00:00+00:00", "reference_dataset_id": None,
+                }
+            ]  # fmt: skip
+        if method == "POST" and path == "/runs/query":
+            return self._query(body)
         if method == "PATCH" and path.startswith("/feedback/"):
             key = path.rsplit("/", 1)[1]
             if key not in self.feedback:
@@ -250,3 +270,19 @@ class LangSmithStandIn(_Server):
             return 200, self.feedback[key]
         self.problems.append(f"unexpected {method} {path}")
         return 404, {"detail": "not found"}
+
+    def _query(self, body: dict[str, Any]) -> tuple[int, Any]:
+        # POST /runs/query: {session: [project ids], is_root, trace, start_time, limit,
+        # cursor}; answers {runs: [...], cursors: {next}} (cursor pagination).
+        self.queries.append(body)
+        if body.get("session") != [self.project_id]:
+            self.problems.append(f"runs query without the project id: {body.get('session')}")
+        runs = self.runs
+        if body.get("is_root"):
+            runs = [r for r in runs if not r.get("parent_run_id")]
+        if body.get("trace"):
+            runs = [r for r in runs if r["trace_id"] == body["trace"]]
+        start = int(body.get("cursor") or 0)
+        chunk = runs[start : start + self.page]
+        more = start + self.page < len(runs)
+        return 200, {"runs": chunk, "cursors": {"next": str(start + self.page) if more else None}}

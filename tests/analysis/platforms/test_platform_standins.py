@@ -132,7 +132,8 @@ def test_langfuse_pull_follows_the_cursor(langfuse_env: LangfuseStandIn, tmp_pat
 @pytest.fixture
 def langsmith_env(monkeypatch: pytest.MonkeyPatch):
     pytest.importorskip("langsmith")
-    server = LangSmithStandIn()
+    text = (PLATFORMS / "langsmith_runs.jsonl").read_text()
+    server = LangSmithStandIn(runs=[json.loads(x) for x in text.splitlines()])
     monkeypatch.setenv("LANGSMITH_TRACING", "false")
     yield server
     server.close()
@@ -174,6 +175,33 @@ def test_langsmith_feedback_matches_the_documented_shape_and_a_rerun_updates(
     assert langsmith_env.problems == []
 
 
+def test_langsmith_pull_pages_keeps_run_ids_and_feeds_the_export(
+    langsmith_env: LangSmithStandIn, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "pulled.jsonl"
+    pull = ["pull", "langsmith", "--project", "agents", "--out", str(out)]
+    pull += ["--endpoint", langsmith_env.url, "--api-key", langsmith_env.api_key]
+    assert main(pull) == 0
+    assert "pulled 1 trace(s)" in capsys.readouterr().out
+    trace = mast.load_trace(out)
+    reference = mast.load_trace(PLATFORMS / "langsmith_runs.jsonl")
+    assert trace.id == reference.id
+    assert [s.metadata["run_id"] for s in trace.steps] == [
+        s.metadata["run_id"] for s in reference.steps
+    ]
+    assert trace.metadata["session_id"] == langsmith_env.project_id  # kept for the export
+    assert any(q.get("cursor") for q in langsmith_env.queries)  # more than one page read
+    assert main(pull) == 0
+    assert "pulled 0 trace(s)" in capsys.readouterr().out  # resumed
+    results = tmp_path / "results.jsonl"
+    results.write_text(verdict(trace.id).model_dump_json() + "\n")
+    export = ["export", "langsmith", str(results), "--traces", str(out)]
+    export += ["--endpoint", langsmith_env.url, "--api-key", langsmith_env.api_key]
+    assert main(export) == 0
+    assert {f["session_id"] for f in langsmith_env.feedback.values()} == {langsmith_env.project_id}
+    assert langsmith_env.problems == []
+
+
 def test_failed_and_unknown_are_reported_not_written(tmp_path: Path) -> None:
     from mast.export import build_scores
 
@@ -204,3 +232,13 @@ def test_ids_depend_on_the_record_key_only(tmp_path: Path) -> None:
     assert [
         s.id for s in build_scores([verdict(trace.id)], tmp_path / "copy.json", "langfuse").scores
     ] == [s.id for s in first]
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from mast.analysis.platforms import pull, scores
+
+    for module in (scores, pull):
+        result = doctest.testmod(module, raise_on_error=False)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -105,6 +105,17 @@ def to_langsmith(
     return report
 
 
+def _list_runs(ls: Any, **query: Any) -> list[Any]:
+    import warnings
+
+    # langsmith 0.15 marks list_runs deprecated (removal announced for 2027-01-31) in favour
+    # of client.runs.query_v2, whose runs carry other fields (parent_run_ids, project_id).
+    # The v1 endpoint is what deployments answer today; moving to v2 is a known follow-up.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"list_runs\(\) is deprecated")
+        return list(ls.list_runs(**query))
+
+
 def _record(run: Any) -> dict[str, Any]:
     record: dict[str, Any] = run.model_dump(mode="json", exclude_none=True)
     record.pop("child_runs", None)  # flat runs: the loader nests them by parent_run_id
@@ -137,10 +148,8 @@ def pull_langsmith(
     }
     report = PullReport(platform="langsmith", out=Path(out))
     # The client pages through /runs/query with its cursor itself.
-    roots = list(
-        ls.list_runs(
-            project_name=project, is_root=True, start_time=since, filter=filter, limit=limit
-        )
+    roots = _list_runs(
+        ls, project_name=project, is_root=True, start_time=since, filter=filter, limit=limit
     )
     report.complete = len(roots) < limit
     with PullWriter(
@@ -151,7 +160,7 @@ def pull_langsmith(
             if w.seen(trace_id):
                 report.skipped += 1
                 continue
-            runs = list(ls.list_runs(project_name=project, trace_id=trace_id))
+            runs = _list_runs(ls, project_name=project, trace_id=trace_id)
             report.records += w.write_trace(trace_id, [_record(r) for r in runs])
             w.done(trace_id)
             report.traces += 1
