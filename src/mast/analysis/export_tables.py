@@ -20,8 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mast.analysis.redaction import redact_runs, redact_traces, shown_redactor
 from mast.errors import MissingDependencyError
 from mast.judge.annotation import Annotation
+from mast.privacy.redact import Redactor
 from mast.traces.model import Trace
 
 if TYPE_CHECKING:
@@ -33,12 +35,21 @@ _TRACE_FIELDS = ("system", "model", "benchmark", "outcome")
 
 
 def results_frame(
-    runs: Mapping[str, Sequence[Annotation]], traces: Iterable[Trace] = ()
+    runs: Mapping[str, Sequence[Annotation]],
+    traces: Iterable[Trace] = (),
+    *,
+    redact: bool | Redactor = True,
 ) -> pd.DataFrame:
-    """All runs' annotations as one frame (``trace_id`` and ``run`` first)."""
+    """All runs' annotations as one frame (``trace_id`` and ``run`` first). ``redact``: the
+    text columns (``error``, the trace's ``system`` and ``benchmark``) pass through
+    :mod:`mast.privacy` first (``False``: as they are)."""
     import pandas as pd
 
     from mast.bulk.store import to_frame
+
+    redactor = shown_redactor(redact)
+    runs = redact_runs(runs, redactor)
+    traces, _ = redact_traces(traces, redactor)
 
     frames = []
     for run, anns in runs.items():
@@ -65,12 +76,13 @@ def export_table(
     *,
     traces: Iterable[Trace] = (),
     format: str | None = None,
+    redact: bool | Redactor = True,
 ) -> pd.DataFrame:
     """Write the results table to ``out`` (``.csv``, ``.tsv`` or ``.parquet``; or name the
-    ``format``) and return it."""
+    ``format``) and return it (``redact``: see :func:`results_frame`)."""
     path = Path(out)
     kind = format or {".parquet": "parquet", ".tsv": "tsv"}.get(path.suffix.lower(), "csv")
-    frame = results_frame(runs, traces)
+    frame = results_frame(runs, traces, redact=redact)
     path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "parquet":
         try:

@@ -43,6 +43,7 @@ from typing import Any
 
 from mast.errors import MissingDependencyError
 from mast.judge.annotation import Annotation
+from mast.privacy.redact import Redactor
 from mast.traces.model import Trace
 
 __all__ = ["EVENT_NAME", "ExportSummary", "evaluation_events", "export_otel"]
@@ -131,14 +132,20 @@ def evaluation_events(
     *,
     summary: ExportSummary | None = None,
     error_events: bool = True,
+    redact: bool | Redactor = True,
 ) -> list[EvaluationEvent]:
     """The events for ``annotations`` (no SDK needed: plain attribute dicts).
 
     A failed annotation gives one event with ``error.type`` (its ``error_kind``, else its
     status) and no score, unless ``error_events=False``. An event that cannot be parented to
     a span carries ``gen_ai.response.id`` (the evaluated trace's id), as the conventions ask.
+    ``redact``: the explanations (the judge's rationales, which quote the trace) pass through
+    :mod:`mast.privacy` first, as in :func:`~mast.analysis.report.render_report`.
     """
+    from mast.analysis.redaction import redact_annotation, shown_redactor
     from mast.taxonomy import load_taxonomy
+
+    redactor = shown_redactor(redact)
 
     by_id: Mapping[str, Trace] = {t.id: t for t in traces}
     summary = summary if summary is not None else ExportSummary()
@@ -148,6 +155,7 @@ def evaluation_events(
     events: list[EvaluationEvent] = []
     for ann in annotations:
         summary.annotations += 1
+        ann = redact_annotation(ann, redactor)
         trace = by_id.get(ann.trace_id)
         model = str(ann.judge.get("model") or "") or None
         if not ann.ok:
@@ -213,12 +221,14 @@ def export_otel(
     headers: Mapping[str, str] | None = None,
     service_name: str = "mast",
     error_events: bool = True,
+    redact: bool | Redactor = True,
 ) -> ExportSummary:
     """Emit one ``gen_ai.evaluation.result`` event per judged mode.
 
     ``out``: an OTLP JSON file (JSON Lines, one export request per line, as the OTel file
     exporter writes it); ``endpoint``: an OTLP/HTTP collector base URL
-    (``http://localhost:4318``; ``/v1/logs`` is added) or its full logs URL.
+    (``http://localhost:4318``; ``/v1/logs`` is added) or its full logs URL. ``redact``: see
+    :func:`evaluation_events` (``False`` exports the explanations as the judge wrote them).
     """
     if (out is None) == (endpoint is None):
         raise ValueError("give exactly one of out= (a file) or endpoint= (an OTLP/HTTP URL)")
@@ -233,7 +243,9 @@ def export_otel(
         ) from exc
     exporter = _exporter(out, endpoint, headers)
     summary = ExportSummary()
-    events = evaluation_events(annotations, traces, summary=summary, error_events=error_events)
+    events = evaluation_events(
+        annotations, traces, summary=summary, error_events=error_events, redact=redact
+    )
     from mast._version import __version__
 
     provider = LoggerProvider(

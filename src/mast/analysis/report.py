@@ -29,11 +29,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mast.privacy.redact import Redactor
 from mast.traces.model import Trace
 
 if TYPE_CHECKING:
     from mast.analysis.data import VectorData
 from mast.analysis.explorer import embed_json, explorer_data
+from mast.analysis.redaction import redact_runs, redact_traces, shown_redactor
 from mast.analysis.report_runs import runs_compared
 from mast.analysis.report_sections import (
     Results,
@@ -67,6 +69,7 @@ def render_report(
     seed: int = 0,
     ci: Literal["bootstrap", "wilson"] = "bootstrap",
     resample: Literal["auto", "traces", "blocks"] = "auto",
+    redact: bool | Redactor = True,
 ) -> str:
     """The report as an HTML string.
 
@@ -77,7 +80,11 @@ def render_report(
     :func:`mast.agreement` takes); the explorer also shows the labels the traces carry.
     ``ci``: the interval of the prevalence tables (``"wilson"`` stays informative at 0 % and
     100 %, where a bootstrap interval collapses).  ``resample``: the bootstrap unit of the
-    agreement section, as in :func:`mast.agreement`.
+    agreement section, as in :func:`mast.agreement`.  ``redact``: trace text and what the
+    judges wrote about it (summaries, rationales, quotes, errors) pass through
+    :mod:`mast.privacy` before they reach the page (``True``, default); ``False`` shows the raw
+    text and says so at the top of the page; or a
+    :class:`~mast.privacy.redact.Redactor` of your own.
     """
     import jinja2
 
@@ -86,8 +93,9 @@ def render_report(
 
     # Figures are matplotlib Figure objects saved to PNG (the Agg canvas), without pyplot:
     # nothing is shown and no global backend is changed.
-    runs = _runs(results)
-    trace_list = list(traces or [])
+    redactor = shown_redactor(redact)
+    runs = redact_runs(_runs(results), redactor)
+    trace_list, secrets = redact_traces(traces or [], redactor)
     frame = _frame(runs)
     sections: list[_Section] = [_summary(runs, trace_list)]
     messages: list[str] = []
@@ -136,6 +144,8 @@ def render_report(
         script=(_TEMPLATES / "report.js").read_text(encoding="utf-8"),
         explorer_css=(_TEMPLATES / "report_explorer.css").read_text(encoding="utf-8"),
         messages=messages,
+        redacted=redactor.enabled,
+        secrets=secrets,
         excluded=_excluded(data),
         elsewhere=_exclusions_elsewhere(sections, runs),
     )

@@ -59,6 +59,7 @@ def _cmd_otel(args: argparse.Namespace) -> int:
         headers=headers,
         service_name=args.service_name,
         error_events=not args.no_error_events,
+        redact=not args.no_redact,
     )
     where = args.out or args.endpoint
     print(
@@ -85,9 +86,19 @@ def _cmd_table(args: argparse.Namespace) -> int:
         args.out,
         traces=_traces(args.traces),
         format=args.kind,
+        redact=not args.no_redact,
     )
     print(f"{len(frame)} row(s) written to {args.out}")
     return 0
+
+
+def _no_redact(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help=f"write {what} as they are, secrets included (default: redacted, as the "
+        "judge's prompt is)",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -130,6 +141,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="no error.type event for a failed annotation (default: one each)",
     )
+    _no_redact(otel, "the explanations (the judge's rationales)")
     otel.set_defaults(handler=_cmd_otel)
     for kind in ("csv", "parquet"):
         table = kinds.add_parser(kind, help=f"one row per annotation, as {kind}")
@@ -141,6 +153,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             help="the judged traces, to add system/model/benchmark/outcome",
         )
         table.add_argument("--out", type=Path, required=True, help=f"{kind} file to write")
+        _no_redact(table, "the error, system and benchmark columns")
         table.set_defaults(handler=_cmd_table)
     from mast.cli.platforms import register as register_platforms
 

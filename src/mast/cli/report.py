@@ -44,6 +44,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         seed=args.seed,
         ci=args.ci,
         resample=args.resample,
+        redact=not args.no_redact,
     )
     print(f"report written to {path}")
     return 0
@@ -86,5 +87,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=["auto", "traces", "blocks"],
         default="auto",
         help="bootstrap unit of the agreement section, as in mast agree",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show trace text and the judges' quotes as they are, secrets included (default: "
+        "redacted as the judge's prompt is; the page then says it is not redacted)",
     )
     p.set_defaults(handler=_cmd_report)
