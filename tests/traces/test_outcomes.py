@@ -72,3 +72,12 @@ def test_whoandwhen_names_the_field_of_its_outcome() -> None:
         trace = load_trace(path)
         assert trace.outcome.value == "failure"
         assert trace.metadata["outcome_field"] in ("is_correct", "mistake_agent")
+
+
+def test_one_system_has_one_name_across_datasets() -> None:
+    """Issue 32 item 11: MAD's 'Magentic' and Who&When's 'Magentic-One' are one system."""
+    (mad,) = _quiet(FRAMEWORKS / "magentic_one_gaia" / "magentic_human_gen_gaia.record.json")
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "whoandwhen"
+    (ww,) = _quiet(folder / "hand-crafted-12.json")
+    assert mad.system == ww.system == "Magentic-One"
+    assert mad.metadata["mas_name"] == "Magentic"  # as the record writes it

@@ -17,7 +17,7 @@ from mast.errors import TraceFormatError
 from mast.taxonomy import LabelVersion, load_label_version, load_taxonomy, version_for_round
 from mast.traces import outcomes
 from mast.traces.model import FailureVector, LabelSource, Step, StepKind, Trace, to_bool
-from mast.traces.segment import segment
+from mast.traces.segment import canonical_framework, segment
 
 
 class LabelMappingWarning(UserWarning):
@@ -110,7 +110,7 @@ def mad_full(record: Mapping[str, Any]) -> Trace:
             expected='"trace": {"key": …, "index": …, "trajectory": "<log text>"}',
         )
     system, benchmark, quirks = _mas_and_benchmark(record)
-    key = inner.get("key") or f"{system}_{benchmark}"
+    key = inner.get("key") or f"{quirks.get('mas_name', system)}_{benchmark}"  # ids stay put
     trace_id = record.get("trace_id", inner.get("index"))
     raw_labels = record["mast_annotation"] or {}
     if not isinstance(raw_labels, dict):
@@ -174,11 +174,20 @@ _BENCHMARKS = {
 
 
 def _mas_and_benchmark(record: Mapping[str, Any]) -> tuple[str | None, str | None, dict[str, Any]]:
+    """System and benchmark of a MAD record; the system under its canonical name (MAD's
+    "Magentic" is Who&When's "Magentic-One": one system, one name in every report), the
+    name as written kept in ``metadata["mas_name"]``."""
     system = _opt_str(record.get("mas_name"))
     benchmark = _opt_str(record.get("benchmark_name"))
+    extra: dict[str, Any] = {}
     if system and benchmark and system.lower() in _BENCHMARKS and benchmark.lower() in _FRAMEWORKS:
-        return benchmark, system, {"quirks": ["mas_name and benchmark_name were swapped"]}
-    return system, benchmark, {}
+        system, benchmark = benchmark, system
+        extra["quirks"] = ["mas_name and benchmark_name were swapped"]
+    canonical = canonical_framework(system) if system else None
+    if canonical and canonical != system:
+        extra["mas_name"] = system
+        system = canonical
+    return system, benchmark, extra
 
 
 def _from_log(text: str, *, framework: str | None, **fields: Any) -> Trace:
