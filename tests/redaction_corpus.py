@@ -10,6 +10,7 @@ of a secret still readable in ``text``, raw or JSON-escaped once or twice.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
@@ -41,6 +42,9 @@ SETS = {
     "pw": _AN + "!@#$%^&*()-_+=.?",
 }
 _RANDOM = re.compile(r"\{r:(\w+):(\d+)\}")
+# A secret that travels encoded: base64 of a JSON object or of a NAME=value line holding a
+# random value (the random value is the piece to look for; the blob itself must go too).
+_ENCODED = re.compile(r"\{b64(json|text):(\w+)\}")
 
 
 @dataclass
@@ -91,7 +95,21 @@ def _rng(case_id: str) -> random.Random:
     return random.Random(int(hashlib.sha256(case_id.encode()).hexdigest()[:16], 16))
 
 
+def _encoded(match: re.Match[str], rng: random.Random, pieces: list[str] | None) -> str:
+    value = "".join(rng.choice(_AN) for _ in range(28))
+    if pieces is not None:
+        pieces.append(value)
+    name = match.group(2)
+    if match.group(1) == "json":
+        plain = json.dumps({"client_id": "demo-app", name: value, "scope": "read"})
+    else:
+        plain = f"APP_ENV=prod\n{name}={value}\n"
+    return base64.b64encode(plain.encode()).decode()
+
+
 def _fill(template: str, rng: random.Random, pieces: list[str] | None = None) -> str:
+    template = _ENCODED.sub(lambda m: _encoded(m, rng, pieces), template)
+
     def one(match: re.Match[str]) -> str:
         value = "".join(rng.choice(SETS[match.group(1)]) for _ in range(int(match.group(2))))
         if pieces is not None:
