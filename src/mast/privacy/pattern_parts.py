@@ -119,11 +119,16 @@ _NOT_A_VALUE = {
 }  # fmt: skip
 _PATH = re.compile(r"^(?:/|~/|\.\.?/|[A-Za-z]:\\)")  # PWD=/home/agent, C:\\Users
 # AWS's documented example keys.
+# Keys vendors print in their own documentation, so they occur in traces of agents that
+# read docs or copy samples: not secrets (AWS's, and Stripe's published test keys).
 _EXAMPLES = {
     "AKIAIOSFODNN7EXAMPLE",
     "AKIAI44QH8DHBEXAMPLE",
     "wJalrXUtnFI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+    "pk_test_TYooMQauvdEDq54NiTphI7jx",
+    "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
 }
 _CALL = re.compile(r"^[A-Za-z_][\w.]*\((?:.*\))?[,;]?$")  # input(, getpass.getpass()
 _IDENTIFIER = re.compile(r"^[a-z]+(?:_[a-z]+)+(?:_\d+)?$")  # user_input_42
@@ -165,9 +170,21 @@ def _not_placeholder(text: str) -> bool:
     )
 
 
+_EXAMPLE_BODY = re.compile(r"^(?:[A-Za-z0-9]+[_\-.]){1,4}EXAMPLE")  # sk_test_EXAMPLE…
+
+
 def _not_example(text: str) -> bool:
-    """AWS documents its example keys (AKIAIOSFODNN7EXAMPLE, …EXAMPLEKEY): not secrets."""
-    return not text.endswith(("EXAMPLE", "EXAMPLEKEY"))
+    """Not a documented example key: one of the vendors' published ones, a key that ends in
+    EXAMPLE (AKIAIOSFODNN7EXAMPLE, …EXAMPLEKEY) or whose body after the prefix starts with
+    it (sk_test_EXAMPLE…)."""
+    return not (
+        text.endswith(("EXAMPLE", "EXAMPLEKEY")) or _EXAMPLE_BODY.match(text) or text in _EXAMPLES
+    )
+
+
+def _vendor_token(text: str) -> bool:
+    """A vendor token with a random body that is not one of the documented examples."""
+    return _random_token(text) and _not_example(text)
 
 
 # --------------------------------------------------------------------------- patterns
@@ -187,6 +204,6 @@ _R = r"(?![A-Za-z0-9_\-])"
 
 
 def _prefixed(
-    kind: str, regex: str, check: Callable[[str], bool] | None = _random_token
+    kind: str, regex: str, check: Callable[[str], bool] | None = _vendor_token
 ) -> SecretPattern:
     return SecretPattern.make(kind, regex + _R, check=check)

@@ -24,6 +24,8 @@ and AWS's documented example keys (``AKIAIOSFODNN7EXAMPLE``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 
 from mast.privacy.pattern_parts import (
@@ -140,6 +142,20 @@ _PROVIDER_TOKENS = (
         _token("[MNO]", 1) + r"[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",
     ),
     SecretPattern.make("telegram_bot_token", r":AA[A-Za-z0-9_\-]{33}" + _R, locate=_bot_id),
+    # HashiCorp Vault service, batch and recovery tokens (hvs. / hvb. / hvr.), with no name
+    _prefixed("vault_token", _token("hv[sbr]\\.", 4) + r"[A-Za-z0-9_\-]{20,}"),
+    # The key of a Sentry DSN: https://<32 hex>@o123.ingest.sentry.io/456
+    SecretPattern.make(
+        "sentry_dsn", r"://([0-9a-f]{32})@(?=[a-z0-9.\-]*sentry)", group=1, caseless=True
+    ),
+    # A GCP service-account file's private_key_id ("private_key" is a secret word, but the
+    # named rule stops at "_id")
+    SecretPattern.make(
+        "gcp_private_key_id",
+        r"private_key_id[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{40})(?![0-9a-z])",
+        group=1,
+        caseless=True,
+    ),
     _prefixed("stripe_key", _token("[srp]k_(?:live|test)_", 8) + r"[A-Za-z0-9]{16,}"),
     _prefixed("stripe_webhook_secret", _token("whsec_") + r"[A-Za-z0-9]{24,}"),
     _prefixed("sendgrid_key", _token("SG.") + r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,50}"),
@@ -312,7 +328,7 @@ _COMMAND_LINES = (
 _PASSWORD_WORDS = r"(?:passw(?:or)?d|pwd|passphrase)"
 _SECRET_WORDS = (
     r"(?:secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|auth[_\-]?key"
-    r"|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|credentials?)"
+    r"|signing(?:[_\-]?key)?|encryption[_\-]?key|master[_\-]?key|credentials?)"
 )
 # What may follow the word inside the name: SECRET_KEY_BASE, password_hash, TOKEN_VALUE.
 _SUFFIX = r"(?:[_\-.]?(?:key|base|value|data|str|string|hash|b64|base64)){0,2}"
@@ -416,12 +432,67 @@ def _flag_value(match: re.Match[str], text: str) -> tuple[int, int] | None:
     return (a, a + len(value)) if _bare_ok(value, "", "") else None
 
 
-DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
+def _session_cookie(match: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The value of a session or auth cookie, on a ``Cookie:`` / ``Set-Cookie:`` line only
+    (``session=…`` elsewhere is often an id a judge needs)."""
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if "cookie" not in text[line_start : match.start() + 7].lower():
+        return None
+    a, b = match.span(2)
+    value = text[a:b]
+    if not _not_placeholder(value) or not (_random_token(value) or len(value) >= 16):
+        return None
+    return a, b
+
+
+_COOKIES = (
+    # After the named rules, so that "auth_token=…" in a cookie keeps its usual kind.
+    SecretPattern.make(
+        "session_cookie",
+        r"(?:cookie[ \t]*:|;)[ \t]*"
+        r"([a-z0-9_.\-]*(?:sess|sid|auth|token|jwt|remember|login)[a-z0-9_.\-]*)"
+        r"=([^;\s'\"\\]{8,})",
+        caseless=True,
+        locate=_session_cookie,
+    ),
+)
+
+
+def _encoded_secret(match: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A base64 blob that decodes to text holding a secret (``{"api_key": …}``, an .env
+    file): the whole blob goes. The head is decoded first, so images and hashes cost
+    little."""
+    blob = match.group(0)
+    try:
+        head = base64.b64decode(blob[:32])
+        if not head.isascii() or not all(c >= 32 or c in (9, 10, 13) for c in head):
+            return None
+        plain = base64.b64decode(blob + "=" * (-len(blob) % 4)).decode("utf-8")
+    except (ValueError, binascii.Error):
+        return None
+    for pattern in _PLAIN_PATTERNS:
+        if pattern.spans(plain, plain.lower() if pattern.caseless else plain):
+            return match.span()
+    return None
+
+
+_ENCODED = (
+    SecretPattern.make(
+        "encoded_secret",
+        r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{24,65536}={0,2}(?![A-Za-z0-9+/=_\-])",
+        locate=_encoded_secret,
+    ),
+)
+
+_PLAIN_PATTERNS: tuple[SecretPattern, ...] = (
     *_BLOCKS,
     *_PROVIDER_TOKENS,
     *_HEADERS,
     *_COMMAND_LINES,
     *_named("password", _PASSWORD_WORDS),
     *_named("secret", _SECRET_WORDS),
+    *_COOKIES,
 )
+
+DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (*_PLAIN_PATTERNS, *_ENCODED)
 """The secret patterns the judge applies by default, most specific first."""
