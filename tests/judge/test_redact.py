@@ -136,7 +136,7 @@ def test_each_pattern_finds_its_secret(kind: str, text: str, secret: str, contex
 
 def test_every_default_pattern_has_a_positive_case() -> None:
     # Here or in the redaction corpus (test_redaction_corpus.py), which has every kind.
-    corpus = secrets() + secrets("holdout.yaml")
+    corpus = secrets() + secrets("holdout.yaml") + secrets("holdout2.yaml")
     tested = {kind for kind, *_ in POSITIVES} | {k for case in corpus for k in case.kinds}
     assert {p.kind for p in DEFAULT_PATTERNS} <= tested
 

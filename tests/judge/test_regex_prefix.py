@@ -48,7 +48,12 @@ def test_every_corpus_match_starts_with_a_prefix_of_its_pattern() -> None:
     texts = []
     for case in (*secrets(), *lookalikes()):
         texts.append(case.text if case.text is not None else json.dumps(case.args))
-    with_needles = [p for p in DEFAULT_PATTERNS if p.needles is not None]
+    # (a pattern may be given context words instead, which need not start its matches)
+    with_needles = [
+        p
+        for p in DEFAULT_PATTERNS
+        if p.needles is not None and p.needles == literal_prefixes(p.regex)
+    ]
     assert len(with_needles) >= len(DEFAULT_PATTERNS) * 3 // 4  # most patterns have one
     matched = 0
     for pattern in with_needles:

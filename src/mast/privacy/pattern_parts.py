@@ -131,6 +131,7 @@ _EXAMPLES = {
     "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
 }
 _CALL = re.compile(r"^[A-Za-z_][\w.]*\((?:.*\))?[,;]?$")  # input(, getpass.getpass()
+_CALL_START = re.compile(r"^([A-Za-z_][\w.]*)\(")  # get_token(scope=… (cut at a quote)
 _IDENTIFIER = re.compile(r"^[a-z]+(?:_[a-z]+)+(?:_\d+)?$")  # user_input_42
 _WORDS = re.compile(r"^(?:[A-Za-z][a-z]*|\d+)(?:[-_.](?:[A-Za-z][a-z]*|\d+))*$")
 
@@ -171,6 +172,13 @@ def _not_placeholder(text: str) -> bool:
 
 
 _EXAMPLE_BODY = re.compile(r"^(?:[A-Za-z0-9]+[_\-.]){1,4}EXAMPLE")  # sk_test_EXAMPLE…
+
+
+def _is_call(value: str) -> bool:
+    """Code calling a function by a word-like name (``get_token(``), not a random value
+    with a parenthesis in it (``Ab3dE9xQ(x)…``)."""
+    match = _CALL_START.match(value)
+    return match is not None and not _random_token(match.group(1))
 
 
 def _not_example(text: str) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import re
 
 from mast.privacy.pattern_parts import (
@@ -34,6 +35,7 @@ from mast.privacy.pattern_parts import (
     SecretPattern,
     _base64ish,
     _has,
+    _is_call,
     _mixed_case,
     _not_example,
     _not_placeholder,
@@ -142,6 +144,7 @@ _PROVIDER_TOKENS = (
         _token("[MNO]", 1) + r"[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",
     ),
     SecretPattern.make("telegram_bot_token", r":AA[A-Za-z0-9_\-]{33}" + _R, locate=_bot_id),
+    _prefixed("supabase_token", _token("sbp_") + r"[a-f0-9]{40}", None),
     # HashiCorp Vault service, batch and recovery tokens (hvs. / hvb. / hvr.), with no name
     _prefixed("vault_token", _token("hv[sbr]\\.", 4) + r"[A-Za-z0-9_\-]{20,}"),
     # The key of a Sentry DSN: https://<32 hex>@o123.ingest.sentry.io/456
@@ -246,6 +249,7 @@ _HEADERS = (
 # A command-line argument: quoted, or up to the next blank.
 _ARG = r"(?:'([^'\n]+)'|\"([^\"\n]+)\"|([^\s'\"|;&]+))"
 
+
 _COMMAND_LINES = (
     # Passwords in URLs: scheme://user:password@host (user may be empty: redis://:pw@host).
     SecretPattern.make(
@@ -320,12 +324,19 @@ _COMMAND_LINES = (
         group=1,
         check=lambda s: _not_placeholder(s) and _not_example(s),
     ),
+    # .pgpass lines (host:port:database:user:password), the first after the file is named
+    SecretPattern.make(
+        "password",
+        r"pgpass[\s\S]{0,300}?(?m:^)[^:\s]+:(?:\d+|\*):[^:\s]+:[^:\s]+:(\S+)(?m:$)",
+        group=1,
+        check=_not_placeholder,
+    ),
     SecretPattern.make("wandb_key", r"wandb login[ \t]+(?:--?\S+[ \t]+)*([0-9a-f]{40})\b", group=1),
 )
 
 # --------------------------------------------------------------------------- by name
 
-_PASSWORD_WORDS = r"(?:passw(?:or)?d|pwd|passphrase)"
+_PASSWORD_WORDS = r"(?:passw(?:or)?d|pwd|passphrase|(?:become|ssh|sudo)_pass)"
 _SECRET_WORDS = (
     r"(?:secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|auth[_\-]?key"
     r"|signing(?:[_\-]?key)?|encryption[_\-]?key|master[_\-]?key|credentials?)"
@@ -369,8 +380,8 @@ def _trim_bare(value: str, query: bool) -> str:
 
 
 def _bare_ok(value: str, name: str, operator: str) -> bool:
-    if len(value) < 4 or value[0] in "[{(<" or not _not_placeholder(value):
-        return False
+    if len(value) < 4 or value[0] in "[{(<" or not _not_placeholder(value) or _is_call(value):
+        return False  # _is_call: bare code such as token = get_token(scope="read")
     if _random_token(value):
         return True
     if any(c in _SYMBOLS for c in value) and _has(value, "alpha"):
@@ -463,6 +474,9 @@ def _encoded_secret(match: re.Match[str], text: str) -> tuple[int, int] | None:
     file): the whole blob goes. The head is decoded first, so images and hashes cost
     little."""
     blob = match.group(0)
+    start = match.start()
+    if start and (text[start - 1].isalnum() or text[start - 1] in "+/=_-"):
+        return None  # inside a longer word
     try:
         head = base64.b64decode(blob[:32])
         if not head.isascii() or not all(c >= 32 or c in (9, 10, 13) for c in head):
@@ -476,11 +490,22 @@ def _encoded_secret(match: re.Match[str], text: str) -> tuple[int, int] | None:
     return None
 
 
+_BLOB_END = r"={0,2}(?![A-Za-z0-9+/=_\-])"
 _ENCODED = (
+    # Scanning every text for base64 would cost more than all other patterns together, so
+    # blobs are looked at where they can hold a secret: base64 of a JSON object (it starts
+    # with eyJ, eyAi or ewo), and any blob in a text that speaks of base64 or holds a
+    # Kubernetes-style data: section.
     SecretPattern.make(
         "encoded_secret",
-        r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{24,65536}={0,2}(?![A-Za-z0-9+/=_\-])",
+        r"(?:eyJ|eyAi|ewo)[A-Za-z0-9+/]{21,65536}" + _BLOB_END,
         locate=_encoded_secret,
+    ),
+    dataclasses.replace(
+        SecretPattern.make(
+            "encoded_secret", r"[A-Za-z0-9+/]{24,65536}" + _BLOB_END, locate=_encoded_secret
+        ),
+        needles=("base64", "b64", "data:"),
     ),
 )
 
