@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from mast.cli._shown import shown
@@ -37,8 +37,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         if input_notes([trace]):
             noted.append(trace)
         labels = ", ".join(
-            f"{shown(name)}: {'+'.join(vec.positives) or 'none'}"
-            for name, vec in trace.labels.items()
+            f"{shown(name)}: {_label_summary(vec)}" for name, vec in trace.labels.items()
         )
         print(
             f"{shown(trace.id)}  [{trace.format}] system={shown(trace.system or '?')} "
@@ -52,6 +51,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     for note in input_notes(noted):
         print(note)
     return 0 if count or not errors else 1
+
+
+def _label_summary(vector: Mapping[str, bool | None]) -> str:
+    """Present modes, and how many are unknown: an annotator whose labels are unknown is not
+    one who found nothing ('none' only when every mode was answered 'no')."""
+    positives = [code for code, value in vector.items() if value is True]
+    unknown = sum(value is None for value in vector.values())
+    if unknown == len(vector):
+        return "unknown (no mode answered)"
+    shown_modes = "+".join(positives) or "none"
+    return shown_modes + (f" ({unknown} of {len(vector)} unknown)" if unknown else "")
 
 
 def _build_parser() -> argparse.ArgumentParser:
