@@ -1,6 +1,8 @@
-"""One trace in, one :class:`~mast.judge.annotation.Annotation` out: the
-:class:`~mast.judge.judge.Judge`, its prompts and few-shot examples, the providers (the only
-code that knows an SDK), answer parsing and grounding, windows, redaction and prices.
+"""One trace in, one :class:`~mast.judge.annotation.Annotation` out.
+
+The :class:`~mast.judge.judge.Judge`, its windows and records live here; below them
+``prompt/`` (what is sent), ``reply/`` (what is read back), ``providers/`` (the only code
+that knows an SDK) and ``offload/`` (threads and worker processes).
 """
 
 from mast._lazy import submodule_getattr
