@@ -37,7 +37,11 @@ def _export(args: argparse.Namespace) -> int:
 
     traces_in = list(args.traces or [])
     human = [h for path in args.human or [] for h in human_labels(path)]
-    common: dict[str, Any] = {"human": human, "dry_run": args.dry_run}
+    common: dict[str, Any] = {
+        "human": human,
+        "dry_run": args.dry_run,
+        "redact": not args.no_redact,
+    }
     if args.kind == "phoenix":
         report = to_phoenix(
             args.results, traces_in, base_url=args.endpoint, api_key=args.api_key, **common
@@ -158,6 +162,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], kinds: An
             help=f"the judged traces ({kind} exports or `mast pull {kind}` output)",
         )
         p.add_argument("--human", nargs="+", metavar="LABELS", help="`mast label export` files")
+        p.add_argument(
+            "--no-redact",
+            action="store_true",
+            help="send rationales and quotes as they are, secrets included (default: redacted)",
+        )
         p.add_argument("--endpoint", help=f"{kind} URL (default: the SDK's environment variable)")
         if kind != "langfuse":
             p.add_argument("--api-key", help="API key (default: the SDK's environment variable)")

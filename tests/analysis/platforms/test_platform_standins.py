@@ -102,6 +102,10 @@ def test_langfuse_scores_match_the_documented_shape_and_a_rerun_updates(
     assert len(human) == 1 and human[0]["metadata"]["labeller"] == "alice"
     assert [c["name"] for c in langfuse_env.configs] == ["MAST 1.3 Step Repetition"]
 
+    # --no-redact sends the rationale as the judge wrote it (same id: the score is updated).
+    assert main([*args, "--no-redact"]) == 0
+    assert SECRET in langfuse_env.scores[present["id"]]["comment"]
+
 
 def test_langfuse_pull_pages_resumes_and_round_trips(
     langfuse_env: LangfuseStandIn, tmp_path: Path, capsys

@@ -110,6 +110,7 @@ def to_langfuse(
     public_key: str | None = None,
     secret_key: str | None = None,
     human: Iterable[HumanLabels] = (),
+    redact: bool | Any = True,
     dry_run: bool = False,
     client: Any = None,
 ) -> ExportReport:
@@ -118,7 +119,9 @@ def to_langfuse(
     ``host``/``public_key``/``secret_key`` default to ``LANGFUSE_HOST``,
     ``LANGFUSE_PUBLIC_KEY`` and ``LANGFUSE_SECRET_KEY``.
     """
-    report = build_scores(annotations_of(results), _traces_of(traces), "langfuse", human=human)
+    report = build_scores(
+        annotations_of(results), _traces_of(traces), "langfuse", human=human, redact=redact
+    )
     report.dry_run = dry_run
     if dry_run or not report.scores:
         return report

@@ -69,6 +69,7 @@ def to_langsmith(
     api_url: str | None = None,
     api_key: str | None = None,
     human: Iterable[HumanLabels] = (),
+    redact: bool | Any = True,
     project_id: str | None = None,
     dry_run: bool = False,
     client: Any = None,
@@ -80,7 +81,7 @@ def to_langsmith(
     ``mast pull langsmith`` carries it; give ``project_id`` for exports that do not.
     """
     loaded = _traces_of(traces)
-    report = build_scores(annotations_of(results), loaded, "langsmith", human=human)
+    report = build_scores(annotations_of(results), loaded, "langsmith", human=human, redact=redact)
     report.dry_run = dry_run
     if dry_run or not report.scores:
         return report

@@ -59,6 +59,7 @@ def to_phoenix(
     base_url: str | None = None,
     api_key: str | None = None,
     human: Iterable[HumanLabels] = (),
+    redact: bool | Any = True,
     dry_run: bool = False,
     client: Any = None,
 ) -> ExportReport:
@@ -68,7 +69,9 @@ def to_phoenix(
     output), which give each step its span id. ``base_url``/``api_key`` default to Phoenix's
     own environment variables (``PHOENIX_COLLECTOR_ENDPOINT``, ``PHOENIX_API_KEY``).
     """
-    report = build_scores(annotations_of(results), _traces_of(traces), "phoenix", human=human)
+    report = build_scores(
+        annotations_of(results), _traces_of(traces), "phoenix", human=human, redact=redact
+    )
     report.dry_run = dry_run
     if dry_run or not report.scores:
         return report

@@ -176,11 +176,12 @@ def _mode_names(taxonomy: str) -> dict[str, str]:
     return {code: tax[code].name for code in tax.codes}
 
 
-def _redactor() -> Any:
-    # One place for the redaction of text sent to a platform.
-    from mast.privacy.redact import Redactor
+def _redactor(redact: bool | Any) -> Any:
+    # The exports' one redactor (mast.analysis.redaction): text sent to a platform is shown
+    # the way mast report and the file exports show it.
+    from mast.analysis.redaction import shown_redactor
 
-    return Redactor()
+    return shown_redactor(redact)
 
 
 def _platform_ids(trace: Trace, platform: str, step_ids: Sequence[str]) -> list[str]:
@@ -240,17 +241,21 @@ def build_scores(
     platform: Platform,
     *,
     human: Iterable[HumanLabels] = (),
-    redact: bool = True,
+    redact: bool | Any = True,
 ) -> ExportReport:
-    """The scores an export to ``platform`` writes (see the module docstring)."""
+    """The scores an export to ``platform`` writes (see the module docstring).
+
+    ``redact``: ``True`` (mast's default patterns), ``False`` (rationales and quotes as the
+    judge wrote them) or a :class:`~mast.privacy.redact.Redactor`.
+    """
     from mast.analysis.platforms._inputs import traces_of
 
     by_id: Mapping[str, Trace] = {t.id: t for t in traces_of(traces)}
     report = ExportReport(platform=platform)
-    redactor = _redactor() if redact else None
+    redactor = _redactor(redact)
 
     def clean(text: str | None) -> str | None:
-        if text is None or redactor is None:
+        if text is None:
             return text
         return str(redactor.redact(text).text)
 
