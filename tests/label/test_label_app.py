@@ -281,3 +281,25 @@ def queue_form_token(base: str) -> str:
     html = conn.getresponse().read().decode()
     conn.close()
     return html.split('name="form_token" value="', 1)[1].split('"', 1)[0]
+
+
+def test_a_trace_whose_log_has_no_task_says_so(tmp_path: Path) -> None:
+    """Issue 32 item 11: the OpenManus trace showed no TASK at all (its log asks for the
+    prompt on stdin and never records it)."""
+    import warnings
+
+    from starlette.testclient import TestClient
+
+    import mast
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "mad_frameworks" / "openmanus"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        manus = mast.load_trace(fixture / "openmanus_human_gen_gaia.record.json")
+    assert manus.task is None and "task_missing" in manus.metadata["segmentation_info"]
+    queue = create_queue(tmp_path / "q.db", [manus, *_traces()[:1]])
+    with TestClient(create_app(queue, labeller="alice"), base_url="http://localhost") as client:
+        page = client.get("/item/0").text
+        other = client.get("/item/1").text
+    assert '<div class="hdr">TASK</div><pre>not in the trace: the log asks' in page
+    assert "not in the trace" in other  # a trace without a task, for no known reason

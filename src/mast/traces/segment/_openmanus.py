@@ -73,17 +73,20 @@ def segment_text(text: str) -> Parsed | None:
     if preamble.strip():
         b.log(preamble, mergeable=False)
     task: str | None = None
+    asked = False
     agent = "Manus"
     prepared: list[str] = []
     calls: list[_Call] = []  # issued and not yet answered, oldest first
     for m, a, z in entries:
         header, body = m.group(0), text[a:z]
+        asked = asked or bool(m.group("prompt"))  # the question, and no typed answer logged
         if m.group("ask"):
             line, _, rest = body.partition("\n")
             b.add(StepKind.MESSAGE, line, header=header, agent="user", role="user")
             if rest.strip():
                 b.log(rest, mergeable=False)
             task = task or (line.strip() or None)
+            asked = True
             continue
         if m.group("done"):
             b.add(
@@ -195,7 +198,9 @@ def segment_text(text: str) -> Parsed | None:
             b.add(StepKind.SYSTEM, body, header=header, role="system", **common)
         else:
             b.log(header + body, mergeable=not is_noisy_level(level), **common)
-    return Parsed(steps=b.build(), task=task)
+    # OpenManus reads the prompt from stdin: the log shows the question, not what was typed.
+    missing = {"task_missing": "the log asks 'Enter your prompt:' but does not record the answer"}
+    return Parsed(steps=b.build(), task=task, metadata=missing if asked and task is None else {})
 
 
 def _names(listing: str) -> list[str]:
