@@ -10,10 +10,12 @@ themselves are searched for the key in every form a scrubber must handle.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import logging
 import sqlite3
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +98,8 @@ def judge(server: FakeLLMServer, provider: str = "openai") -> Judge:
     base = server.openai_base_url if provider == "openai" else server.anthropic_base_url
     url = base.replace("http://", f"http://bot:{URL_PASSWORD}@")
     model = "openai/gpt-4.1" if provider == "openai" else "anthropic/claude-sonnet-5-5"
-    return Judge(model, base_url=url, api_key=KEY, fewshot=0)
+    with pytest.warns(UserWarning, match="carries a user name and password"):
+        return Judge(model, base_url=url, api_key=KEY, fewshot=0)
 
 
 def test_one_trace(fake_llm: FakeLLMServer, caplog: pytest.LogCaptureFixture) -> None:
@@ -108,10 +111,32 @@ def test_one_trace(fake_llm: FakeLLMServer, caplog: pytest.LogCaptureFixture) ->
     assert "[REDACTED:api_key]" in (ann.summary or "")
     assert_clean(ann.model_dump_json(), "the annotation")
     assert_clean(repr(ann), "repr(annotation)")
-    # The HTTP client logs each request URL at INFO; mast's log filter takes the
-    # user:password out of it (and out of every other record of those loggers).
-    assert "HTTP Request: POST http://[REDACTED:url_credentials]@127.0.0.1" in caplog.text
+    # The user:password never reaches the HTTP client (it is taken out of the URL), so the
+    # request URL it logs at INFO has none; the key went as the Bearer credential.
+    assert "HTTP Request: POST http://127.0.0.1" in caplog.text
+    assert fake_llm.requests[-1].headers["authorization"] == f"Bearer {KEY}"
     assert_clean(caplog.text, "the logs")
+
+
+def test_credentials_in_the_base_url_are_never_sent_nor_kept(fake_llm: FakeLLMServer) -> None:
+    # before: httpx sent "Authorization: Basic base64(user:pw)" instead of the Bearer key
+    # (a 401 blamed on OPENAI_API_KEY), and a server echoing that header put the base64 of
+    # user:pw in the results, the cache and the error text
+    basic = base64.b64encode(f"bot:{URL_PASSWORD}".encode()).decode()
+
+    def echo_headers(request: Recorded | None = None) -> Reply:
+        assert request is not None
+        seen = request.headers.get("authorization", "")
+        verdict = json.loads(echoing_verdict())
+        verdict["summary"] = f"headers: {seen}; as if basic: Basic {basic}"
+        return Reply.text(json.dumps(verdict))
+
+    fake_llm.responder = echo_headers
+    ann = judge(fake_llm).annotate(traces(1)[0])
+    assert ann.ok
+    assert fake_llm.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+    assert_clean(ann.model_dump_json(), "the annotation", (*NEEDLES, basic))
+    assert URL_PASSWORD not in repr(judge(fake_llm))
 
 
 def test_annotate_many_results_cache_and_rerun(
@@ -168,12 +193,15 @@ def test_mast_annotate_command(
     out = tmp_path / "out" / "results.jsonl"
     url = fake_llm.openai_base_url.replace("http://", f"http://bot:{URL_PASSWORD}@")
     cache = str(tmp_path / "out" / "cache")
-    code = main(
-        ["annotate", str(inputs), "--model", "openai/gpt-4o-mini", "--base-url", url,
-         "--out", str(out), "--cache", cache, "--fewshot", "0"]
-    )  # fmt: skip
+    with warnings.catch_warnings():  # printed by the command as one line, not an error here
+        warnings.filterwarnings("default", "the openai server URL carries", UserWarning)
+        code = main(
+            ["annotate", str(inputs), "--model", "openai/gpt-4o-mini", "--base-url", url,
+             "--out", str(out), "--cache", cache, "--fewshot", "0"]
+        )  # fmt: skip
     assert code == 0
     captured = capsys.readouterr()
+    assert "carries a user name and password" in captured.err
     assert_clean(captured.out + captured.err, "the command's output")
     assert_clean(caplog.text, "the logs")
     assert assert_files_clean(tmp_path / "out") >= 2

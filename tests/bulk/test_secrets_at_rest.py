@@ -124,7 +124,8 @@ def test_redaction_off_still_keeps_the_key_out(fake_llm: FakeLLMServer) -> None:
 
 def test_errors_and_exceptions_never_carry_the_key(fake_llm: FakeLLMServer) -> None:
     url = fake_llm.openai_base_url.replace("http://", f"http://bot:{TRACE_SECRET}@")
-    judge = Judge("openai/gpt-4.1", base_url=url, api_key=KEY, fewshot=0)
+    with pytest.warns(UserWarning, match="carries a user name and password"):
+        judge = Judge("openai/gpt-4.1", base_url=url, api_key=KEY, fewshot=0)
     assert_clean(repr(judge) + json.dumps(judge.describe()), "a judge with credentials in its URL")
     trace = leaky_traces(1)[0]
     for status in (500, 400, 429, 404):

@@ -90,7 +90,12 @@ class Scrubber:
         """The credentials themselves, as ``{value: "api_key"}`` (for a trace redactor)."""
         forms: dict[str, str] = {}
         for secret in kept:
-            for form in (secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")):
+            encoded = (
+                json.dumps(secret)[1:-1],
+                urllib.parse.quote(secret, safe=""),
+                urllib.parse.quote_plus(secret, safe=""),
+            )
+            for form in (secret, *encoded):
                 forms[form] = "api_key"
         self._redactor = Redactor.off(literals=forms)
 

@@ -9,10 +9,12 @@ runner stays in control. API keys live only inside the provider object and are m
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib
 import os
 import time
 import urllib.parse
+import warnings
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -107,6 +109,28 @@ def endpoint_of(url: str | None) -> str | None:
     return urllib.parse.urlunsplit((scheme, host, parts.path.rstrip("/"), "", ""))
 
 
+def split_userinfo(url: str | None) -> tuple[str | None, list[str]]:
+    """``url`` without ``user:password@``, and the credentials it carried (the password,
+    ``user:password`` and its base64, as an HTTP client would send them).
+
+    >>> url, secrets = split_userinfo("http://bot:pw-0123456789@proxy.example:8080/v1")
+    >>> url, secrets[:2]
+    ('http://proxy.example:8080/v1', ['pw-0123456789', 'bot:pw-0123456789'])
+    """
+    if not url or "@" not in url:
+        return url, []
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, []
+    netloc = parts.netloc.rpartition("@")[2]
+    clean = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    pair = f"{user}:{password}"
+    secrets = [password, pair, base64.b64encode(pair.encode()).decode()]
+    return clean, [s for s in secrets if s and s != ":"]
+
+
 class Provider(ABC):
     """Base class of the model providers (``openai``, ``anthropic``, …).
 
@@ -125,12 +149,23 @@ class Provider(ABC):
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None) -> None:
         # Fail when the judge is made, not on the first trace of a long run.
         import_sdk(self.sdk, self.install)
-        self.base_url = base_url
         # The server is resolved once, here, as the SDK would (argument, its environment
         # variable, its default), and handed to the SDK explicitly: what is recorded and
         # keyed is then what answers, even if the variable changes later.
         from_env = os.environ.get(self.endpoint_env) if self.endpoint_env else None
-        self.url: str | None = base_url or from_env or self.default_url()
+        # user:password@ in the URL would make httpx send Basic auth *instead of* the API
+        # key; it is removed before any client is built, and kept only to be scrubbed.
+        url, self._url_secrets = split_userinfo(base_url or from_env or self.default_url())
+        self.base_url = split_userinfo(base_url)[0]
+        self.url: str | None = url
+        if self._url_secrets:
+            warnings.warn(
+                f"the {self.name} server URL carries a user name and password; mast removes "
+                "them before calling it (HTTP clients would send them as Basic auth instead "
+                "of the API key). Pass the key with the provider's key variable.",
+                UserWarning,
+                stacklevel=3,
+            )
         key = api_key or os.environ.get(self.env_var) or None
         if key is None and self.url is not None and not self.default_endpoint:
             # Local OpenAI-compatible servers (vLLM, Ollama) often need no key, but the SDKs
@@ -189,9 +224,10 @@ class Provider(ABC):
 
     def credentials(self) -> list[str]:
         """Every secret this provider sends with a request: the key (a provider that sends
-        other credential headers adds their values). The judge scrubs them from everything
-        it writes."""
-        return [self.__api_key]
+        other credential headers adds their values), and what a server URL carried as
+        ``user:password@`` (never sent, but a user typed it). The judge scrubs them from
+        everything it writes."""
+        return [self.__api_key, *self._url_secrets]
 
     @abstractmethod
     def _make_client(self) -> Any:
