@@ -208,11 +208,16 @@ class ResponseCache:
         if self._writable:
             self._writable = False  # warn once; the run goes on without storing answers
             warnings.warn(
-                f"cannot use the response cache {self.path} ({exc}): answers of this run are "
-                "not cached (results are still written); free space or pass --cache DIR",
+                f"cannot use the response cache {self.path} ({exc}): answers from now on are "
+                "not cached; free space or pass --cache DIR",
                 CacheWarning,
                 stacklevel=3,
             )
+
+    @property
+    def writable(self) -> bool:
+        """False once a write failed (a full disk): answers since then are not stored."""
+        return self._writable
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"

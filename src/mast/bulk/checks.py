@@ -85,17 +85,13 @@ def kept_on_rerun(
     return None if redo else prior
 
 
-def write_problem(path: Path, exc: OSError, ann: Annotation, cached: bool) -> str:
-    """Why a run stopped when its results file could not be written, and what to do."""
-    kept = (
-        "answers already paid for are in the response cache: the rerun uses them free"
-        if cached
-        else "without a cache, answers not written must be asked for again"
-    )
+def write_problem(path: Path, exc: OSError, ann: Annotation) -> str:
+    """Why a run stopped when its results file could not be written, and what to do (the
+    run adds where the answers not written are kept: :func:`mast.bulk.rescue.rescue`)."""
     return (
         f"cannot write to the results file {path}: {exc.strerror or exc} (the record of "
         f"{ann.trace_id!r} is not in it); free space or choose a writable --out / out=, then "
-        f"run the same command again ({kept})"
+        "run the same command again"
     )
 
 

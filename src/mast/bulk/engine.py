@@ -87,6 +87,8 @@ class _Runner(BatchRounds):
         self.model_key = f"{judge.provider_name}/{judge.model_name}"
         self.summary = RunSummary()
         self.results: dict[int, Annotation] = {}
+        self.unwritten: list[Annotation] = []
+        """Records the results file could not take (a full disk): paid for, kept here."""
         self.spent = 0.0
         self.reserved = 0.0
         self.stopped: _Stop | None = None
@@ -343,11 +345,13 @@ class _Runner(BatchRounds):
             try:
                 self.store.append(ann)
             except OSError as exc:
-                # Disk full: stop; the answer stays in memory and uncharged in the cache.
+                # Disk full: stop; the answer stays in memory (the run keeps it for the
+                # caller and rescues it at the end) and uncharged in the cache.
                 self.results[index] = ann
-                self.stop(
-                    "output", write_problem(self.store.path, exc, ann, self.cache is not None)
-                )
+                self.unwritten.append(ann)
+                self.summary.cost_usd += ann.cost_usd or 0.0  # paid, written or not
+                if self.stopped is None:
+                    self.stop("output", write_problem(self.store.path, exc, ann))
                 return
         if self.cache is not None:
             # Only now that a record carries their cost: a crash before this line

@@ -54,6 +54,7 @@ from mast.bulk.engine import (
 )
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import Limiter, RateLimiter
+from mast.bulk.rescue import rescue
 from mast.bulk.store import ResultsStore
 from mast.bulk.types import AnnotationRun, RetryPolicy, RunSummary, check_run_settings, config_hash
 from mast.errors import (
@@ -296,6 +297,10 @@ async def _annotate_once(
         if opened_cache is not None:
             opened_cache.close()
     summary = runner.summary
+    if store is not None and runner.unwritten:
+        cached = response_cache is not None and response_cache.writable
+        note = rescue(runner.unwritten, store.path, cached=cached)
+        summary.stop_message = f"{summary.stop_message}; {note}"
     summary.elapsed_s = time.perf_counter() - started
     annotations = AnnotationRun(
         [runner.results[i] for i in sorted(runner.results)], summary=summary

@@ -266,6 +266,9 @@ class ResultsStore:
         self._superseded_usd = 0.0  # of those, lines a compaction removes
         self._appended = 0
         self._compact = compact
+        self.write_error: OSError | None = None
+        """The first failed write (a full disk): later appends raise it at once."""
+        self._good_size: int | None = None
         created = not self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -375,14 +378,21 @@ class ResultsStore:
         record may not be on disk (a failed background fsync shows at the next append)."""
         if self._syncer is not None and self._syncer.error is not None:
             raise self._syncer.error
+        if self.write_error is not None:
+            raise self.write_error  # the file's end is unknown: write nothing more
         line = annotation.model_dump_json().encode("utf-8") + b"\n"
         offset = self._file.seek(0, os.SEEK_END)
-        self._file.write(line)
-        if self._syncer is not None:
-            self._file.flush()  # a killed process loses nothing from here on
-            self._syncer.request()
-        else:
-            self._flush()
+        try:
+            self._file.write(line)
+            if self._syncer is not None:
+                self._file.flush()  # a killed process loses nothing from here on
+                self._syncer.request()
+            else:
+                self._flush()
+        except OSError as exc:
+            self.write_error = exc
+            self._good_size = offset  # what was on disk before this line
+            raise
         self._appended += 1
         self._remember(annotation, offset, len(line))
 
@@ -414,8 +424,13 @@ class ResultsStore:
             compact_lines(self.path, self._drop, replace)
 
     def close(self) -> None:
-        """Make every record durable, release the lock and close the file."""
+        """Make every record durable, release the lock and close the file. After a failed
+        write (:attr:`write_error`) it does not raise: the line that failed, possibly half
+        on disk, is cut off, and the records before it are kept."""
         if self._file.closed:
+            return
+        if self.write_error is not None:
+            self._close_after_failure()
             return
         try:
             if self._syncer is not None:
@@ -434,6 +449,16 @@ class ResultsStore:
                 )
         finally:
             self._file.close()
+
+    def _close_after_failure(self) -> None:
+        if self._syncer is not None:
+            self._syncer.close()
+        with contextlib.suppress(OSError):  # flushing the failed line fails again: closed
+            self._file.close()
+        if self._good_size is not None:
+            # truncating frees space, so it works on a full disk
+            with contextlib.suppress(OSError), open(self.path, "r+b") as handle:
+                handle.truncate(self._good_size)
 
     def __enter__(self) -> ResultsStore:
         return self
