@@ -75,10 +75,20 @@ def test_official_convention_swaps_only_verification() -> None:
     assert official["3.2"].name == "Weak Verification"
     assert official.verification == "official" and paper.verification == "paper"
     for code in paper.codes:
-        if code not in ("3.2", "3.3"):
+        if code not in ("3.1", "3.2", "3.3"):
             assert official[code] == paper[code]
+    # 3.1 differs only in the boundary that names the unchecked-result mode (official 3.3).
+    assert official["3.1"].model_copy(update={"not_this": ()}) == paper["3.1"].model_copy(
+        update={"not_this": ()}
+    )
     rule = next(r for r in official.decision_rules if set(r.modes) == {"3.2", "3.3"})
     assert "it is 3.3" in rule.rule and "Weak" not in paper["3.2"].name
+    # The paper's 3.1/3.2 rule is the 3.1/3.3 rule there; no text names a paper meaning.
+    ruled = [set(r.modes) for r in official.decision_rules]
+    assert {"3.1", "3.3"} in ruled and {"3.1", "3.2"} not in ruled
+    texts = [t for m in official for t in (m.definition, *m.look_for, *m.not_this)]
+    texts += [r.rule for r in official.decision_rules]
+    assert not any("No or Incomplete" in t or "3.3 Incorrect" in t for t in texts)
     back = official.in_convention("paper")
     assert back.modes == paper.modes and back.decision_rules == paper.decision_rules
     assert mast.load_taxonomy(verification="paper") is paper

@@ -43,6 +43,7 @@ from mast.bulk.cache_trouble import CacheWarning, is_corrupt, move_aside
 from mast.errors import MastError
 from mast.judge.providers import Completion
 from mast.judge.providers.usage import Usage
+from mast.taxonomy import Taxonomy
 
 __all__ = [
     "CACHE_FILE",
@@ -91,6 +92,19 @@ def default_cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "mast"
+
+
+def cache_taxonomy(taxonomy: Taxonomy) -> str:
+    """The taxonomy part of a cache key: its label, and its 3.2/3.3 convention when that is
+    not the paper's (keys made before conventions existed stay valid).
+
+    >>> from mast.taxonomy import load_taxonomy
+    >>> cache_taxonomy(load_taxonomy()), cache_taxonomy(load_taxonomy(verification="official"))
+    ('MAST 1.0', 'MAST 1.0 [verification: official]')
+    """
+    if taxonomy.verification in (None, "paper"):
+        return taxonomy.label
+    return f"{taxonomy.label} [verification: {taxonomy.verification}]"
 
 
 def cache_key(

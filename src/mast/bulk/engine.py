@@ -22,7 +22,7 @@ from mast.bulk.batch import (
     batch_backend,
 )
 from mast.bulk.batch_rounds import BatchRounds
-from mast.bulk.cache import CachedResponse, ResponseCache, cache_key
+from mast.bulk.cache import CachedResponse, ResponseCache, cache_key, cache_taxonomy
 from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused
@@ -136,7 +136,7 @@ class _Runner(BatchRounds):
         return cache_key(
             provider=self.judge.provider_name,
             body=provider.request_body(prompt, config),
-            taxonomy=self.judge.taxonomy.label,
+            taxonomy=cache_taxonomy(self.judge.taxonomy),
             prompt_hash=prompt.prompt_hash,
             sample=self.judge.sample,
             endpoint=None if provider.default_endpoint else provider.endpoint,

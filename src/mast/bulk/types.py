@@ -37,6 +37,10 @@ def config_hash(judge: Judge) -> str:
     True
     """
     info = {k: v for k, v in judge.describe().items() if k not in _NOT_IN_CONFIG_HASH}
+    if info.get("verification") == "paper":
+        # Records made before the convention was recorded were all in the paper convention:
+        # leaving the default out of the hash lets them resume instead of being paid again.
+        del info["verification"]
     if judge.provider is not None and judge.provider.default_endpoint:
         # The provider's own server keys as before endpoints were recorded (old records
         # resume); any other server (base_url=, OPENAI_BASE_URL, …) keys apart.

@@ -159,6 +159,7 @@ def _judge(model: str, args: argparse.Namespace) -> Any:
         samples=args.samples,
         answer=args.answer,
         taxonomy=getattr(args, "taxonomy", None),
+        verification=getattr(args, "verification", None),
         **({"temperature": args.temperature} if args.temperature is not None else {}),
     )
     if args.attribution:
@@ -333,6 +334,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME|PATH",
         help="failure taxonomy the judge uses: mast (default), a bundled one (sre, agentrx, "
         "trail) or a taxonomy YAML",
+    )
+    p.add_argument(
+        "--verification",
+        choices=("paper", "official"),
+        default=None,
+        help="3.2/3.3 convention the judge is told: paper (default: 3.2 No or Incomplete, 3.3 "
+        "Incorrect Verification) or official (3.2 Weak, 3.3 No or Incorrect Verification, as "
+        "MAST-Data's o1 labels); part of the records and the cache key",
     )
     p.add_argument(
         "--answer",

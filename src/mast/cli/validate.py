@@ -66,6 +66,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
     p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
     p.add_argument(
+        "--verification",
+        choices=("paper", "official"),
+        default=None,
+        help="3.2/3.3 convention the judge is told: paper (default: 3.2 No or Incomplete, 3.3 "
+        "Incorrect Verification) or official (3.2 Weak, 3.3 No or Incorrect Verification, as "
+        "MAST-Data's o1 labels); part of the records and the cache key",
+    )
+    p.add_argument(
         "--answer",
         choices=("full", "compact"),
         default="compact",
@@ -105,6 +113,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         taxonomy=args.taxonomy,
         # Validating on AgentRx: never show the judge the bundled excerpts of AgentRx runs.
         fewshot_exclude=["agentrx"] if on_agentrx else (),
+        verification=args.verification,
     )
     if localisation:
         return _localisation(args, judge)

@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
+
+from mast.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["run_sync"]
 
@@ -31,3 +34,25 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     # A loop is already running in this thread (a notebook): use a private one elsewhere.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, runner()).result()
+
+
+def judge_taxonomy(
+    taxonomy: Taxonomy | str | Path | None, verification: str | None, *, heuristic: bool
+) -> Taxonomy:
+    """The taxonomy a judge works with, in the 3.2/3.3 convention ``verification`` asks for.
+
+    The heuristic judge's rules are written for the taxonomy's own convention: another one is
+    refused rather than answered in the wrong meaning.
+
+    >>> judge_taxonomy(None, "official", heuristic=False)["3.2"].name
+    'Weak Verification'
+    """
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    if verification is None or verification == tax.verification:
+        return tax
+    if heuristic:
+        raise ValueError(
+            "the heuristic judge's rules follow the taxonomy's own 3.2/3.3 convention "
+            f"({tax.verification}); verification={verification!r} needs an LLM judge"
+        )
+    return tax.in_convention(verification)

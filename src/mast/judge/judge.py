@@ -43,6 +43,7 @@ from mast.judge.budget import (
     check_options,
     context_window,
 )
+from mast.judge.helpers import judge_taxonomy
 from mast.judge.helpers import run_sync as _run_sync
 from mast.judge.offload.loop import off_loop
 from mast.judge.prompt.answer_format import AnswerMode, answer_schema, answer_settings, check_answer
@@ -64,7 +65,7 @@ from mast.judge.verdict import Verdict
 from mast.judge.windowed import annotate_in_windows
 from mast.privacy.redact import Redactor
 from mast.privacy.scrub import Scrubber, safe_url, url_credentials
-from mast.taxonomy import Taxonomy, load_taxonomy
+from mast.taxonomy import Taxonomy
 from mast.traces.model import Trace
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "CallHook", "Judge", "Send", "context_window"]
@@ -141,6 +142,10 @@ class Judge:
     answer:
         ``"full"`` (every mode with evidence and rationale) or ``"compact"`` (absent modes are
         ``false``: far fewer output tokens); see :mod:`mast.judge.prompt.answer_format`.
+    verification:
+        3.2/3.3 convention the judge is told: ``"paper"`` (MAST default) or ``"official"``
+        (3.2 Weak, 3.3 No or Incorrect Verification; see :func:`~mast.load_taxonomy`).
+        Recorded in every annotation (``judge["verification"]``) and in the cache key.
     """
 
     def __init__(
@@ -165,6 +170,7 @@ class Judge:
         timeout: float | None = 300.0,
         redact: bool | Redactor = True,
         answer: AnswerMode = "full",
+        verification: str | None = None,
     ) -> None:
         if repair_attempts < 0:
             raise ValueError(f"repair_attempts must be >= 0, got {repair_attempts}")
@@ -174,7 +180,7 @@ class Judge:
         self.ungrounded, self.max_input_tokens = ungrounded, max_input_tokens
         self.samples, self.sample, self.answer = samples, 0, check_answer(answer)
         self.model = model
-        self.taxonomy = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+        self.taxonomy = judge_taxonomy(taxonomy, verification, heuristic=model == "heuristic")
         self.temperature = temperature
         self.repair_attempts = repair_attempts
         self.drop_ungrounded = drop_ungrounded
@@ -276,6 +282,8 @@ class Judge:
             "taxonomy": self.taxonomy.label,
             "mast_version": __version__,
         }
+        if self.taxonomy.verification is not None:
+            info["verification"] = self.taxonomy.verification
         if self._provider is None or self._config is None:
             return info
         structured = self._config.structured

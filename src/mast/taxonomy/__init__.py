@@ -88,7 +88,11 @@ class Convention(_Strict):
         default=(), description="Modes replaced in this convention (matched by code)."
     )
     decision_rules: tuple[DecisionRule, ...] = Field(
-        default=(), description="Rules replaced in this convention (matched by their modes)."
+        default=(),
+        description="Rules replaced in this convention (matched by their modes), or added.",
+    )
+    remove_rules: tuple[tuple[str, ...], ...] = Field(
+        default=(), description="Rules (by their modes) that do not apply in this convention."
     )
 
 
@@ -182,11 +186,26 @@ class Taxonomy(_Strict):
         conv = self.conventions[verification]
         new_modes = {m.code: m for m in conv.modes}
         new_rules = {frozenset(r.modes): r for r in conv.decision_rules}
+        removed = {frozenset(m) for m in conv.remove_rules}
+        ours = {frozenset(r.modes) for r in self.decision_rules}
+        added = [r for k, r in new_rules.items() if k not in ours]
+        rules: list[DecisionRule] = []
+        for rule in self.decision_rules:
+            key = frozenset(rule.modes)
+            if key in removed:
+                if added:  # an added rule takes the place of a removed one
+                    rules.append(added.pop(0))
+                continue
+            rules.append(new_rules.get(key, rule))
+        rules += added
         # The convention left behind becomes one the result can switch back to.
         back = Convention(
             description=f"the modes as the taxonomy file writes them ({self.verification})",
             modes=tuple(m for m in self.modes if m.code in new_modes),
-            decision_rules=tuple(r for r in self.decision_rules if frozenset(r.modes) in new_rules),
+            decision_rules=tuple(
+                r for r in self.decision_rules if frozenset(r.modes) in set(new_rules) | removed
+            ),
+            remove_rules=tuple(tuple(sorted(k)) for k in new_rules if k not in ours),
         )
         others = {k: v for k, v in self.conventions.items() if k != verification}
         if self.verification is not None:
@@ -194,9 +213,7 @@ class Taxonomy(_Strict):
         return self.model_copy(
             update={
                 "modes": tuple(new_modes.get(m.code, m) for m in self.modes),
-                "decision_rules": tuple(
-                    new_rules.get(frozenset(r.modes), r) for r in self.decision_rules
-                ),
+                "decision_rules": tuple(rules),
                 "verification": verification,
                 "conventions": others,
             }

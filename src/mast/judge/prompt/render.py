@@ -22,14 +22,14 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from mast.judge.prompt.answer_format import AnswerMode, check_answer, compact_answer
 from mast.judge.prompt.compact import compact_steps
-from mast.judge.prompt.excerpts import Excerpt
+from mast.judge.prompt.excerpts import Excerpt, Reading
 from mast.judge.prompt.tokens import TokenCount, count_tokens
 from mast.judge.prompt.types import Prompt, WholeExample, WindowInfo, hash_parts
 from mast.judge.verdict import example_answer
@@ -113,13 +113,56 @@ def steps_as_shown(trace: Trace, *, compact: bool = True) -> list[tuple[str, str
     return [(s.id, r.header, r.body) for s, r in zip(trace.steps, rendered, strict=True)]
 
 
-# Frameworks whose logs record a message's role as the receiver sees it.
-_RELATIVE_ROLES = ("ag2", "autogen")
+# Frameworks whose chat roles do not describe the agent: AG2 logs record a message's role as
+# the receiver sees it; ChatDev gives each phase's instructor `user` and assistant
+# `assistant`, so one agent flips between the two from phase to phase. Shown, the roles would
+# read as an agent changing sides; the agent name says who spoke.
+_RELATIVE_ROLES = ("ag2", "autogen", "chatdev")
 
 
 def _shows_role(trace: Trace) -> bool:
     names = {(trace.system or "").lower(), (trace.format or "").lower()}
     return not any(name.startswith(_RELATIVE_ROLES) for name in names)
+
+
+_ROSTER_MAX = 20  # agents named on the roster line; the rest are counted
+_ROLE_TEXT_MAX = 80  # characters of an agent's role text on the roster line
+
+
+def roster_line(trace: Trace) -> str | None:
+    """``AGENTS: name (n steps), …`` for the agents of ``trace`` in order of first step.
+
+    An agent's role text is added after a colon when the trace has one
+    (``trace.metadata["agent_roles"]``: ``{agent: text}``, shortened to one line).
+
+    >>> from mast.traces.model import Step, Trace
+    >>> steps = [Step.make(i, "x", agent=a) for i, a in enumerate(["Coder", "Tester", "Coder"])]
+    >>> t = Trace(id="t", steps=steps, metadata={"agent_roles": {"Tester": "runs the tests"}})
+    >>> roster_line(t)
+    'AGENTS: Coder (2 steps), Tester (1 step: runs the tests)'
+    """
+    counts: dict[str, int] = {}
+    for step in trace.steps:
+        if step.agent:
+            name = _one_line(step.agent)
+            counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return None
+    roles = trace.metadata.get("agent_roles")
+    roles = roles if isinstance(roles, dict) else {}
+    shown = []
+    for name, n in list(counts.items())[:_ROSTER_MAX]:
+        text = f"{n} step{'s' if n != 1 else ''}"
+        role = roles.get(name)
+        if isinstance(role, str) and role.strip():
+            role = _one_line(role)
+            if len(role) > _ROLE_TEXT_MAX:
+                role = role[: _ROLE_TEXT_MAX - 1].rstrip() + "…"
+            text += f": {role}"
+        shown.append(f"{name} ({text})")
+    rest = len(counts) - _ROSTER_MAX
+    more = f", and {rest} more agent{'s' if rest != 1 else ''}" if rest > 0 else ""
+    return "AGENTS: " + ", ".join(shown) + more
 
 
 def _boundary(payload: Sequence[str], *, salt: str) -> str:
@@ -160,6 +203,26 @@ class _RenderedExcerpt:
     readings: list[_RenderedReading]
 
 
+# The bundled excerpts are read in the paper's convention of 3.2/3.3. In another convention
+# their readings of those two modes would teach the wrong meaning, so they are left out
+# (and an excerpt with nothing else to show is not shown at all).
+_PAPER_ONLY = ("3.2", "3.3")
+
+
+def _readings_shown(ex: Excerpt, tax: Taxonomy) -> list[Reading]:
+    if tax.verification in (None, "paper"):
+        return list(ex.readings)
+    return [r for r in ex.readings if r.mode not in _PAPER_ONLY]
+
+
+_Shown = TypeVar("_Shown")
+
+
+def shown_examples(examples: Sequence[_Shown], tax: Taxonomy) -> list[_Shown]:
+    """The examples the static prompt shows in ``tax``'s convention of 3.2/3.3."""
+    return [ex for ex in examples if not isinstance(ex, Excerpt) or _readings_shown(ex, tax)]
+
+
 def _render_excerpt(ex: Excerpt, tax: Taxonomy) -> _RenderedExcerpt:
     steps = _render_steps(ex.to_steps())
     payload = [ex.task or ""] + [f"{s.header}\n{s.body}" for s in steps]
@@ -172,7 +235,7 @@ def _render_excerpt(ex: Excerpt, tax: Taxonomy) -> _RenderedExcerpt:
             " ".join(r.quote.split()),
             " ".join(r.why.split()),
         )
-        for r in ex.readings
+        for r in _readings_shown(ex, tax)
     ]
     return _RenderedExcerpt(ex.id, _boundary(payload, salt="EXCERPT"), ex.task, steps, readings)
 
@@ -268,6 +331,7 @@ def render_system(
         for cat in tax.categories
     ]
     rendered_examples = []
+    examples = shown_examples(examples, tax)
     excerpts = [_render_excerpt(ex, tax) for ex in examples if isinstance(ex, Excerpt)]
     for ex in examples:
         if isinstance(ex, Excerpt):
@@ -288,7 +352,7 @@ def render_system(
         taxonomy=tax,
         categories=[c for c in categories if c["modes"]],
         rules=[
-            {"modes": list(rule.modes), "text": " ".join(rule.rule.split())}
+            {"modes": list(rule.modes), "kind": rule.kind, "text": " ".join(rule.rule.split())}
             for rule in tax.decision_rules
         ],
         excerpts=excerpts,
@@ -332,6 +396,9 @@ def _context_lines(trace: Trace) -> list[str]:
         lines.append(f"SYSTEM: {_one_line(trace.system)}")
     if trace.benchmark:
         lines.append(f"BENCHMARK: {_one_line(trace.benchmark)}")
+    roster = roster_line(trace)
+    if roster:
+        lines.append(roster)
     if not trace.segmented:
         lines.append("NOTE: this log could not be split into steps; it is shown as one step.")
     return lines

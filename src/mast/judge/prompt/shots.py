@@ -34,6 +34,7 @@ from mast.judge.prompt.fewshot import (
     select_examples,
 )
 from mast.judge.prompt.leak import leaked, partial
+from mast.judge.prompt.render import shown_examples
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Trace
 
@@ -100,6 +101,15 @@ class Shots:
         bundled: list[Shot] = [ex for ex in excerpts if ex.dataset not in exclude]
         if exclude:
             notes.append(f"few-shot excerpts of {', '.join(sorted(exclude))} left out on request")
+        if tax.verification not in (None, "paper"):
+            # The bundled readings of 3.2/3.3 are written in the paper's meanings: in another
+            # convention they are not shown (mast.judge.prompt.render), and an excerpt with
+            # nothing else to show is not chosen.
+            bundled = shown_examples(bundled, tax)
+            notes.append(
+                f"{tax.verification} convention of 3.2/3.3: the bundled excerpts' readings of "
+                "3.2 and 3.3 (written in the paper's meanings) are left out of the prompt"
+            )
         return cls(bundled, _select(bundled, fewshot), count=fewshot, notes=notes)
 
     @classmethod
