@@ -204,9 +204,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], kinds: An
         p.add_argument("--endpoint", help=f"{kind} URL (default: the SDK's environment variable)")
         if kind != "langfuse":
             p.add_argument("--api-key", help="API key (default: the SDK's environment variable)")
-        p.add_argument(
-            "--project", help="project name" + (" (required)" if kind == "langsmith" else "")
-        )
+        if kind != "langfuse":  # Langfuse keys belong to one project
+            p.add_argument(
+                "--project", help="project name" + (" (required)" if kind == "langsmith" else "")
+            )
         p.add_argument("--start", help="root spans that started at or after (ISO 8601)")
         if kind != "langsmith":
             p.add_argument("--end", help="root spans that started before (ISO 8601)")

@@ -246,3 +246,31 @@ def test_docstring_examples_run() -> None:
     for module in (scores, pull):
         result = doctest.testmod(module, raise_on_error=False)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_a_missing_sdk_names_the_package_and_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from mast.errors import MissingDependencyError
+    from mast.export import to_phoenix
+
+    trace = mast.load_trace(PLATFORMS / "phoenix_spans.json")
+    monkeypatch.setitem(sys.modules, "phoenix.client", None)  # import fails
+    with pytest.raises(MissingDependencyError, match=r"arize-phoenix-client.*\[phoenix\]"):
+        to_phoenix([verdict(trace.id)], [trace], base_url="http://127.0.0.1:9")
+
+
+def test_a_pull_into_a_file_of_another_query_is_refused(tmp_path: Path) -> None:
+    from mast.analysis.platforms.pull import PullWriter
+    from mast.errors import MastError
+
+    out = tmp_path / "p.jsonl"
+    with PullWriter(out, platform="langfuse", query={"limit": 5}, trace_of=lambda r: r["t"]) as w:
+        w.write_trace("a", [{"t": "a"}, {"t": "a"}])
+        w.done("a")
+        w.write_trace("b", [{"t": "b"}])  # a crash before done("b")
+    with pytest.raises(MastError, match="other settings"):
+        PullWriter(out, platform="langfuse", query={"limit": 9})
+    with PullWriter(out, platform="langfuse", query={"limit": 5}, trace_of=lambda r: r["t"]):
+        pass  # resuming drops the unfinished trace's lines
+    assert [json.loads(x)["t"] for x in out.read_text().splitlines()] == ["a", "a"]

@@ -45,15 +45,23 @@ def traces_of(traces: TraceInputs, errors: list[Any] | None = None) -> list[Trac
     return loaded
 
 
+_PACKAGES = {
+    "phoenix": "arize-phoenix-client",
+    "inspect_ai": "inspect-ai",
+    "inspect_scout": "inspect-scout",
+}
+
+
 def need(module: str, extra: str, what: str) -> Any:
-    """Import an optional SDK, or say which extra installs it."""
+    """Import an optional SDK, or say which package and extra install it."""
     import importlib
 
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        top = module.split(".")[0]
         raise MissingDependencyError(
-            f"{what} needs {module.split('.')[0]}. Install it with: "
+            f"{what} needs {_PACKAGES.get(top, top)}. Install it with: "
             f'pip install "mast-annotator[{extra}]"'
         ) from exc
 
