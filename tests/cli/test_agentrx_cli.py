@@ -154,3 +154,24 @@ def test_validate_on_agentrx_never_shows_agentrx_excerpts(
         assert not any(name in body for name in leaked)
     notes = json.loads((out / "report.json").read_text())["notes"]
     assert not any("CONTAMINATION" in n for n in notes)
+
+
+def test_validate_on_a_trail_download_scores_trails_measures(
+    tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    trail = Path(__file__).resolve().parents[1] / "fixtures" / "trail" / "gaia_rows.jsonl"
+    codes = load_taxonomy("trail").codes
+    data = json.loads(verdict_json(codes, ("2.3",)))
+    data["modes"]["2.3"]["first_step"] = "s3"  # the third span of each fixture trace
+    fake_llm.default = Reply.text(json.dumps(data))
+    out = tmp_path / "v"
+    argv = ["validate", "--model", "openai/gpt-4o-mini", "--dataset", str(trail)]
+    argv += ["--taxonomy", "trail", "--base-url", fake_llm.openai_base_url, "--fewshot", "0"]
+    argv += ["--out", str(out), "--bootstrap", "0", "-q"]
+    assert main(argv) == 0
+    got = json.loads((out / "report.json").read_text())["trail"]
+    # by hand: aaa111's s3 is span a3 (Rate Limiting, labelled): location 1/2, joint 1/3;
+    # bbb222's s3 is span b3 (labelled Resource Not Found, not 2.3): location 1/2, joint 0
+    assert got["location_accuracy"] == pytest.approx(0.5, abs=1e-6)
+    assert got["joint_accuracy"] == pytest.approx((1 / 3 + 0) / 2, abs=1e-6)  # JSON: 6 places
+    assert "TRAIL measures" in (out / "report.md").read_text()
