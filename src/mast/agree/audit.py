@@ -148,6 +148,9 @@ def audit_taxonomy(
 ) -> TaxonomyAudit:
     """Check every decision rule of ``taxonomy`` against labels.
 
+    A trace's majority marks a mode when more than half of its annotators' known labels do
+    (one annotator: that annotator's labels). Unknown labels are counted out, never as no.
+
     Parameters
     ----------
     taxonomy
@@ -161,9 +164,8 @@ def audit_taxonomy(
     top
         How many of the most co-labelled pairs without a rule to list.
 
-    A trace's majority marks a mode when more than half of its annotators' known labels do
-    (one annotator: that annotator's labels). Unknown labels are counted out, never as no.
-
+    Examples
+    --------
     >>> labels = {"a": {"t1": {"1.5": True, "3.1": True}, "t2": {"1.5": True}},
     ...           "b": {"t1": {"1.5": True, "3.1": False}, "t2": {"1.5": True, "3.1": True}},
     ...           "c": {"t1": {"1.5": False, "3.1": True}, "t2": {"1.5": False}}}

@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS responses (
 def default_cache_dir() -> Path:
     """``$MAST_CACHE_DIR``, else ``$XDG_CACHE_HOME/mast``, else ``~/.cache/mast``.
 
-    >>> default_cache_dir().name in ("mast", os.environ.get("MAST_CACHE_DIR", "mast"))
+    >>> explicit = os.environ.get("MAST_CACHE_DIR")
+    >>> default_cache_dir() == Path(explicit) if explicit else default_cache_dir().name == "mast"
     True
     """
     explicit = os.environ.get("MAST_CACHE_DIR")

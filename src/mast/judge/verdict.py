@@ -240,6 +240,8 @@ def verdict_json_schema(
     object is shared through ``$defs`` unless ``inline=True`` (for servers whose
     constrained decoding does not resolve ``$ref``).
 
+    Examples
+    --------
     >>> schema = verdict_json_schema()
     >>> schema["required"], len(schema["properties"]["modes"]["required"])
     (['summary', 'modes', 'decisive_error', 'task_completed'], 14)

@@ -153,6 +153,8 @@ def ground(
     ungrounded positive stays positive (listed in :attr:`Verdict.ungrounded`; ``"flag"``
     notes it in ``problems``); with ``"unknown"`` it becomes ``None``.
 
+    Examples
+    --------
     >>> from mast.judge.reply.parse import parse_response
     >>> from mast.traces.model import Step
     >>> t = Trace(id="t", steps=[Step.make(0, "Continue.  Please keep solving")])
