@@ -79,3 +79,29 @@ def test_control_characters_in_ids_are_escaped(
     assert "\x1b" not in captured.out and "\\x1b[2J" in captured.out
     assert "run\\n9 trace(s) loaded" in captured.out
     assert len(captured.err.strip().splitlines()) == 1 and "bad\\nerror: fake" in captured.err
+
+
+def test_tables_as_json_for_scripts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import json
+
+    assert main(["inspect", "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["traces"]) == 7 and report["errors"] == []
+    assert {"id", "format", "steps", "outcome", "labels"} <= set(report["traces"][0])
+    assert main(["taxonomy", "--format", "json"]) == 0
+    tax = json.loads(capsys.readouterr().out)
+    assert [m["code"] for m in tax["modes"]][:2] == ["1.1", "1.2"] and tax["decision_rules"]
+    from mast.label.queue import create_queue
+    from mast.traces.model import Step, Trace
+
+    queue = create_queue(tmp_path / "q.db", [Trace(id="t", steps=[Step.make(0, "hi")])])
+    queue.submit("t", "ann", {"1.1": True})
+    assert main(["label", "status", str(queue.path), "--format", "json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["size"] == 1 and status["labellers"] == {"ann": {"labelled": 1, "submissions": 1}}
+
+
+def test_help_names_the_guide(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["agree", "--help"])
+    assert "Guide: docs/agreement.md" in capsys.readouterr().out

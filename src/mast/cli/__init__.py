@@ -12,7 +12,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from mast.cli._shown import shown
 from mast.errors import MastError
@@ -32,6 +32,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     loaded = load_traces(
         sources, format=args.format, on_error="skip", errors=errors, ground_truth=args.ground_truth
     )
+    if args.output == "json":
+        return _inspect_json(list(loaded), errors)
     for trace in loaded:
         count += 1
         if input_notes([trace]):
@@ -64,6 +66,47 @@ def _label_summary(vector: Mapping[str, bool | None]) -> str:
     return shown_modes + (f" ({unknown} of {len(vector)} unknown)" if unknown else "")
 
 
+def _inspect_json(traces: list[Any], errors: list[Any]) -> int:
+    """``mast inspect --output json``: the summary as one JSON document, for scripts."""
+    import json
+
+    from mast.cli.inputs import input_notes
+
+    rows = [
+        {
+            "id": t.id,
+            "format": t.format,
+            "system": t.system,
+            "steps": len(t.steps),
+            "segmented": t.segmented,
+            "chars": t.text_length,
+            "outcome": t.outcome.value,
+            "labels": {name: vec.positives for name, vec in t.labels.items()},
+            "source": t.source,
+        }
+        for t in traces
+    ]
+    problems = [str(e) for e in errors]
+    print(json.dumps({"traces": rows, "errors": problems, "notes": input_notes(traces)}, indent=2))
+    return 0 if traces or not errors else 1
+
+
+# The page of the documentation site (docs/) for each command; `mast <command> --help` names it.
+_GUIDES = {
+    "taxonomy": "judge.md",
+    "inspect": "traces.md",
+    "annotate": "bulk.md",
+    "merge": "bulk.md",
+    "agree": "agreement.md",
+    "validate": "agreement.md",
+    "report": "analysis.md",
+    "export": "platforms.md",
+    "pull": "platforms.md",
+    "label": "labelling.md",
+    "demo": "index.md",
+}
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from mast._version import __version__
     from mast.cli.inputs import add_input_options
@@ -77,10 +120,19 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="load traces and summarize them (default: bundled examples)")
     p.add_argument("inputs", nargs="*", help="files, folders or globs")
     add_input_options(p)
+    # --format names the trace format on every command that reads traces: the output's
+    # format is --output here
+    p.add_argument("--output", choices=["text", "json"], default="text", help="default: text")
     p.set_defaults(handler=_cmd_inspect)
 
     for register in _extra_commands():
         register(sub)
+    for name, command in sub.choices.items():
+        page = _GUIDES.get(name)
+        if page and command.epilog is None:
+            command.epilog = (
+                f"Guide: docs/{page} in the repository (`mkdocs serve` shows the site)."
+            )
     return parser
 
 

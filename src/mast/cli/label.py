@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -80,12 +81,21 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
     queue = LabelQueue(args.queue)
     meta = queue.meta
+    progress = queue.progress()
+    if args.format == "json":
+        labellers = {
+            name: {"labelled": done, "submissions": len(queue.submissions(name))}
+            for name, done in sorted(progress.items())
+        }
+        info = {k: meta.get(k) for k in ("population", "strategy", "seed", "taxonomy")}
+        print(json.dumps({"queue": str(queue.path), "size": queue.size, **info,
+                          "labellers": labellers}, indent=2))  # fmt: skip
+        return 0
     print(
         f"{queue.path}: {queue.size} traces (drawn from {meta['population']}, "
         f"strategy {meta['strategy']}, seed {meta['seed']}; taxonomy {meta['taxonomy']})"
     )
     print(f"sample: {_NOTES.get(meta['strategy'], meta['strategy'])}")
-    progress = queue.progress()
     if not progress:
         print("no labels yet")
     for name, done in sorted(progress.items()):
@@ -145,4 +155,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     status = cmds.add_parser("status", help="progress per labeller")
     status.add_argument("queue", type=Path)
+    status.add_argument("--format", choices=["text", "json"], default="text")
     status.set_defaults(handler=_cmd_status)

@@ -38,6 +38,9 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
             print(f"rule {' / '.join(rule.modes)} ({rule.kind})")
             print(textwrap.indent(textwrap.fill(" ".join(rule.rule.split()), 88), "     "))
         return 0
+    if args.format == "json":
+        print(json.dumps(_as_json(tax), indent=2, ensure_ascii=False))
+        return 0
     width = max(len(m.name) for m in tax)
     convention = f" ({tax.verification} convention of 3.2/3.3)" if tax.verification else ""
     print(f"{tax.label}: {len(tax)} failure modes{convention}")
@@ -46,6 +49,29 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
         category = f"{mode.category} {tax.category(mode.category).name}"
         print(f"{mode.code:<5} {mode.name:<{width}}  {category:<30} {mode.stage or ''}")
     return 0
+
+
+def _as_json(tax: Any) -> dict[str, Any]:
+    """The taxonomy as plain data, for scripts and agents (``mast taxonomy --format json``)."""
+    return {
+        "label": tax.label,
+        "verification": tax.verification,
+        "modes": [
+            {
+                "code": m.code,
+                "name": m.name,
+                "category": m.category,
+                "category_name": tax.category(m.category).name,
+                "stage": m.stage,
+                "definition": m.definition,
+            }
+            for m in tax
+        ],
+        "decision_rules": [
+            {"modes": list(r.modes), "kind": r.kind, "rule": " ".join(r.rule.split())}
+            for r in tax.decision_rules
+        ],
+    }
 
 
 def _audit(args: argparse.Namespace, tax: Any) -> int:
