@@ -140,3 +140,10 @@ def test_a_dataset_can_be_left_out_of_the_pool() -> None:
     assert all(ex.dataset != "agentrx" for ex in given.chosen)  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="unknown dataset"):
         Shots.resolve(None, exclude=["agent-rx"])
+
+
+def test_every_entry_has_a_second_reading() -> None:
+    # Both readers' reviews are in: an entry added later must be reviewed before it ships.
+    missing = [ex.id for ex in POOL if ex.review is None]
+    assert missing == [], f"entries without a second reader's review: {missing}"
+    assert {ex.review.reader for ex in POOL if ex.review} == {"shots1", "shots2"}
