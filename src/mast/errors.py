@@ -346,3 +346,7 @@ def _rebuild_run_stopped(
 
 class BudgetExceeded(RunStopped):
     """The next call would have taken a bulk run's spending past ``budget_usd``."""
+
+    exit_code = 3
+    """Exit status of ``mast annotate`` (and ``--engine ray``) when the budget stopped the
+    run with traces not attempted."""

@@ -71,7 +71,8 @@ def test_the_endpoint_from_openai_base_url_keys_the_cache_and_names_the_records(
 
 def test_the_endpoint_never_carries_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "https://bot:pw-secret-123@proxy.example:8443/v1?key=zz")
-    judge = Judge("openai/gpt-4o-mini", api_key=KEY, fewshot=0)
+    with pytest.warns(UserWarning, match="user name and password"):
+        judge = Judge("openai/gpt-4o-mini", api_key=KEY, fewshot=0)
     assert judge.describe()["endpoint"] == "https://proxy.example:8443/v1"
     monkeypatch.delenv("OPENAI_BASE_URL")
     default = Judge("openai/gpt-4o-mini", api_key=KEY, fewshot=0)

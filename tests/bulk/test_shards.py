@@ -102,13 +102,21 @@ def test_limits_state_keeps_one_budget_and_frees_reservations() -> None:
     async def scenario() -> list[Any]:
         state = LimitsState(budget_usd=1.0)
         first, _ = await state.admit(100, 0.6)
-        refused = await state.admit(100, 0.6)  # 0.6 reserved + 0.6 > 1.0
         assert first is not None
+        # 0.6 reserved + 0.6 > 1.0, but the first call may cost less: the second waits.
+        waiting = asyncio.ensure_future(state.admit(100, 0.6))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
         state.settle(first, 0, None)  # the provider refused the call: nothing spent
+        second, _ = await waiting
+        assert second is not None
+        state.settle(second, 90, 0.5)  # really spent 0.5: 0.5 + 0.6 > 1.0, none in flight
+        refused = await state.admit(100, 0.6)
         return [refused, state.snapshot()]
 
     refused, snapshot = asyncio.run(scenario())
     assert refused[0] is None and refused[1][0] == "budget"
+    assert "$0.5000 spent" in refused[1][1]  # the money really spent
     # Once refused, everyone is refused (one budget for the cluster).
     assert snapshot["stopped"][0] == "budget" and snapshot["reserved_usd"] == 0.0
 

@@ -18,6 +18,7 @@ from mast.bulk.batch import BatchBackend, BatchEntry, BatchState, batch_backend
 from mast.bulk.cache import CachedResponse, ResponseCache
 from mast.bulk.progress import Progress
 from mast.bulk.signals import _Stop
+from mast.bulk.spending import Budget
 from mast.bulk.types import RetryPolicy, RunSummary
 from mast.errors import AuthError
 from mast.judge.judge import Judge
@@ -35,8 +36,7 @@ class BatchRounds:
     cache: ResponseCache | None
     retry: RetryPolicy
     rng: random.Random
-    budget: float | None
-    spent: float
+    money: Budget
     progress: Progress
     summary: RunSummary
     stopped: _Stop | None
@@ -129,14 +129,13 @@ class BatchRounds:
         requests: list[tuple[str, dict[str, Any]]] = []
         planned = 0.0
         for key, (body, estimate) in deferred.items():
-            if self.budget is not None:
-                if self.spent + planned + estimate > self.budget + 1e-12:
-                    return requests, (
-                        f"budget of ${self.budget:.4f} reached: ${self.spent:.4f} spent and "
-                        f"${planned:.4f} planned for the last batch; "
-                        f"{len(deferred) - len(requests)} request(s) were not submitted"
-                    )
-                planned += estimate
+            if not self.money.fits(estimate, planned):
+                return requests, (
+                    self.money.message(estimate, "at batch prices")
+                    + f"; ${planned:.4f} planned for the last batch, "
+                    f"{len(deferred) - len(requests)} request(s) were not submitted"
+                )
+            planned += estimate
             requests.append((key, body))
         return requests, None
 

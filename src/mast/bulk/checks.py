@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from mast.bulk.types import RunSummary
+from mast.bulk.types import TRANSIENT, RunSummary
 from mast.errors import (
     ContextLengthError,
     DuplicateTraceError,
@@ -41,9 +41,6 @@ __all__ = [
     "redo_on_rerun",
     "write_problem",
 ]
-
-TRANSIENT = frozenset({"connection", "timeout", "rate_limited", "server_error"})
-"""Failure kinds that say nothing about the trace: a rerun tries them again."""
 
 
 def failure_reason(ann: Annotation, error: ProviderError | None) -> str:

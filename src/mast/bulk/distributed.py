@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from mast.bulk.ray_actors import actor_classes, shard_name
+from mast.bulk.spending import BudgetScope, check_budget_scope
 from mast.bulk.store import read_annotations, shard_paths
+from mast.bulk.store_compact import spent_so_far
 from mast.bulk.types import RetryPolicy, RunSummary, check_run_settings, config_hash
 from mast.bulk.units import Unit, plan_units
 from mast.errors import BudgetExceeded, MastError, MissingDependencyError, RunStopped
@@ -107,6 +109,7 @@ def annotate(
     rpm: float | None = None,
     tpm: float | None = None,
     budget_usd: float | None = None,
+    budget_scope: BudgetScope = "file",
     retry_failed: bool = False,
     cache: str | Path | bool = True,
     timeout: float | None = None,
@@ -133,7 +136,8 @@ def annotate(
     a local disk or pass ``False``), or a directory, or ``False``. ``ground_truth`` is
     :func:`mast.load_traces`'s (ITBench scoring), applied where the workers read traces.
     ``Judge(samples=K)`` runs K passes over the inputs, as a local run does (each sample
-    its own records; one budget and one rate limit for all passes). Other arguments are
+    its own records; one budget and one rate limit for all passes; ``budget_scope="file"``,
+    the default, counts what the folder's records cost in earlier runs). Other arguments are
     those of :func:`mast.annotate_many`; ``unit_size`` is the number of traces a worker
     takes at a time, ``max_restarts`` how often Ray restarts a worker that died, and
     ``worker_options`` are Ray actor options (e.g. ``{"num_cpus": 2}``).
@@ -173,7 +177,18 @@ def annotate(
                 "format": format,
                 "ground_truth": None if ground_truth is None else _portable(ground_truth),
             },
-            limits={"rpm": rpm, "tpm": tpm, "window": rate_window, "budget_usd": budget_usd},
+            limits={
+                "rpm": rpm,
+                "tpm": tpm,
+                "window": rate_window,
+                "budget_usd": budget_usd,
+                # Scope "file": what the folder's records cost in earlier runs counts.
+                **(
+                    {"spent_usd": spent_so_far(out), "results": str(out)}
+                    if budget_usd is not None and check_budget_scope(budget_scope) == "file"
+                    else {}
+                ),
+            },
             unit_size=unit_size,
             max_restarts=max_restarts,
             worker_options=worker_options or {},

@@ -26,7 +26,8 @@ from mast.bulk.cache import CachedResponse, ResponseCache, cache_key, cache_taxo
 from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused
-from mast.bulk.signals import _Calls, _Deferred, _Stop
+from mast.bulk.signals import Payers, _Calls, _Deferred, _Stop
+from mast.bulk.spending import Budget, BudgetSpent
 from mast.bulk.store import ResultsStore
 from mast.bulk.tasks import gather_or_cancel
 from mast.bulk.types import RetryPolicy, RunSummary, config_hash
@@ -58,7 +59,7 @@ class _Runner(BatchRounds):
         limiter: Limiter,
         retry: RetryPolicy,
         timeout: float | None,
-        budget_usd: float | None,
+        budget: Budget,
         concurrency: int,
         resume: bool,
         retry_failed: bool,
@@ -74,7 +75,7 @@ class _Runner(BatchRounds):
         self.limiter = limiter
         self.retry = retry
         self.timeout = timeout
-        self.budget = budget_usd
+        self.money = budget
         self.concurrency = concurrency
         self.resume = resume
         self.retry_failed = retry_failed
@@ -89,8 +90,8 @@ class _Runner(BatchRounds):
         self.results: dict[int, Annotation] = {}
         self.unwritten: list[Annotation] = []
         """Records the results file could not take (a full disk): paid for, kept here."""
-        self.spent = 0.0
-        self.reserved = 0.0
+        self.payers = Payers()  # who pays for each answer several traces share
+        self.reask: set[str] = set()  # traces whose earlier answer could not be read
         self.stopped: _Stop | None = None
         self.chars_per_token = CHARS_PER_TOKEN
         self.inflight: dict[str, asyncio.Future[Completion]] = {}
@@ -120,6 +121,8 @@ class _Runner(BatchRounds):
             self.summary.total += 1
             prior = self.store.get(trace.id, self.hash) if self.store is not None else None
             if prior is not None and self.resume:  # None: a failure to redo now
+                if prior.status == "parse_error" and self.retry_failed:
+                    self.reask.add(trace.id)
                 prior = kept_on_rerun(prior, self.summary, retry_failed=self.retry_failed)
             if prior is not None and self.resume:
                 self.results[index] = prior
@@ -159,20 +162,6 @@ class _Runner(BatchRounds):
             log.warning("stopping the run: %s", message)
         return self.stopped
 
-    def check_budget(self, estimate: float) -> None:
-        if self.stopped is not None:
-            raise self.stopped
-        if self.budget is None:
-            return
-        if self.spent + self.reserved + estimate > self.budget + 1e-12:
-            raise self.stop(
-                "budget",
-                f"budget of ${self.budget:.4f} reached: ${self.spent:.4f} spent"
-                + (f", ${self.reserved:.4f} in flight" if self.reserved else "")
-                + f", and the next call may cost up to ${estimate:.4f} "
-                f"(estimated prompt tokens + max output tokens {self.judge.output_reserve})",
-            )
-
     async def hook(self, prompt: Prompt, send: Send, calls: _Calls, mode: str) -> Completion:
         calls.any_call = True
         key = self.key(prompt) if (self.cache is not None or self.batch_mode) else None
@@ -180,17 +169,24 @@ class _Runner(BatchRounds):
             waiting = self.inflight.get(key)
             if waiting is not None:
                 # The same request is on its way for another trace: share its answer.
-                return await asyncio.shield(waiting)
-            hit = self.batch_answers.get(key)
-            hit = hit or (self.cache.get(key) if self.cache is not None else None)
+                completion = await asyncio.shield(waiting)
+                self.payers.shared(key, calls)
+                return completion
+            hit = None if calls.fresh else self.batch_answers.get(key)
+            if not calls.fresh and hit is None and self.cache is not None:
+                hit = self.cache.get(key)
             if hit is not None:
+                calls.cache_hits += 1
+                if self.payers.shared(key, calls):
+                    return hit.completion
                 if not hit.charged:
                     # Paid (live before a crash, or by batch) but on no record yet.
                     calls.all_cached = False
                     cost = self.price(hit.completion.usage, batch=hit.batch)
                     calls.add_cost(cost)
-                    self.spent += cost or 0.0
+                    self.money.charge(cost)
                     calls.charge_keys.append(key)
+                    self.payers.pay(key, calls.trace_id)
                     if key in self.batch_answers:
                         self.batch_answers[key] = replace(hit, charged=True)
                 return hit.completion
@@ -216,6 +212,7 @@ class _Runner(BatchRounds):
             raise
         finally:
             self.inflight.pop(key, None)
+        self.payers.pay(key, calls.trace_id)  # before the waiters wake: they share it
         future.set_result(completion)
         if self.cache is not None:
             # Stored before the judge even parses it: from here on, a crash cannot make
@@ -226,6 +223,7 @@ class _Runner(BatchRounds):
                 provider=self.judge.provider_name,
                 model=self.judge.model_name,
                 prompt_hash=prompt.prompt_hash,
+                replace=calls.fresh,  # the new answer replaces the unreadable one
             )
             calls.charge_keys.append(key)
         return completion
@@ -233,11 +231,18 @@ class _Runner(BatchRounds):
     async def live(self, prompt: Prompt, send: Send, calls: _Calls) -> Completion:
         """One call through budget, rate limits, timeout and retries."""
         tokens, estimate = self.estimate(prompt)
+        why = f"about {tokens - self.judge.output_reserve} prompt tokens and at most "
+        why += f"{self.judge.output_reserve} output tokens at {self.model_key}'s price"
         attempt = 0
         while True:
-            self.check_budget(estimate)
-            self.reserved += estimate
+            if self.stopped is not None:
+                raise self.stopped
+            try:  # waits while calls in flight hold reservations
+                await self.money.reserve(estimate, why=why)
+            except BudgetSpent as exc:
+                raise self.stop("budget", str(exc)) from None
             grant: LimiterGrant | None = None
+            cost: float | None = None
             try:
                 if self.limiter.limited:
                     grant = await self.limiter.acquire(tokens, cost=estimate)
@@ -257,6 +262,7 @@ class _Runner(BatchRounds):
                         "(the runner's per-call timeout); raise timeout= or retry later",
                         provider=self.judge.provider_name,
                     ) from exc
+                cost = self.price(completion.usage)
             except (AuthError, LimitRefused) as exc:  # LimitRefused: a shared budget is spent
                 raise self.stop(getattr(exc, "reason", "auth"), str(exc)) from exc
             except ProviderError as exc:
@@ -279,9 +285,9 @@ class _Runner(BatchRounds):
                 await asyncio.sleep(delay)
                 continue
             finally:
-                self.reserved -= estimate
+                self.money.settle(estimate, cost)  # the reservation becomes what was spent
             break
-        usage, cost = completion.usage, self.price(completion.usage)
+        usage = completion.usage
         if grant is not None:
             grant.settle(usage.total_tokens, cost=cost)
         if usage.input_tokens:
@@ -289,7 +295,6 @@ class _Runner(BatchRounds):
             if observed >= 1.5:  # refine the token estimate, only ever more conservative
                 self.chars_per_token = min(self.chars_per_token, observed)
         calls.add_cost(cost)
-        self.spent += cost or 0.0
         return completion
 
     # ------------------------------------------------------------------ one trace
@@ -297,7 +302,7 @@ class _Runner(BatchRounds):
         """Annotate one trace; returns "done", "deferred" or "stopped"."""
         if self.stopped is not None:
             return "stopped"
-        calls = _Calls()
+        calls = _Calls(trace_id=trace.id)
 
         async def hook(prompt: Prompt, send: Send) -> Completion:
             return await self.hook(prompt, send, calls, mode)
@@ -305,6 +310,11 @@ class _Runner(BatchRounds):
         start = time.perf_counter()
         try:
             ann = await self.judge.aannotate(trace, call_hook=hook)
+            if ann.status == "parse_error" and calls.cache_hits and trace.id in self.reask:
+                # --retry-failed: the cached answer still cannot be read (a parser fix
+                # would have read it, free): ask the provider again.
+                calls.fresh = True
+                ann = await self.judge.aannotate(trace, call_hook=hook)
         except _Deferred:
             return "deferred"
         except _Stop:
@@ -336,6 +346,8 @@ class _Runner(BatchRounds):
         judge = {**ann.judge, "config_hash": self.hash}
         reason = None if ann.status == "ok" else failure_reason(ann, calls.last_error)
         update: dict[str, Any] = {"judge": judge, "error_kind": reason}
+        if calls.shared_with:
+            update["shared_with"] = calls.shared_with
         if calls.any_call:
             cached = calls.all_cached
             update["cached"] = cached

@@ -22,7 +22,9 @@ stay in the judge):
 * **response cache** (``cache=``): answers are stored before they are used, so a crash
   never makes you pay twice; a hit costs nothing and the record says ``cached``;
 * **budget**: ``budget_usd`` stops the run before a call whose estimated cost (prompt
-  tokens + maximum output tokens) would take the spending past it;
+  tokens + maximum output tokens) would take the spending past it, waiting for calls in
+  flight to settle first (see :mod:`mast.bulk.spending`); by default it is the budget of
+  the results file across reruns (``budget_scope``);
 * **authentication errors** stop the run at once; traces not attempted are reported,
   never written as errors;
 * **batch mode** (``batch=True``): provider batch APIs at half price (see :mod:`mast.bulk.batch`).
@@ -55,6 +57,7 @@ from mast.bulk.engine import (
 from mast.bulk.progress import Progress
 from mast.bulk.ratelimit import Limiter, RateLimiter
 from mast.bulk.rescue import rescue
+from mast.bulk.spending import Budget, BudgetScope, check_budget_scope
 from mast.bulk.store import ResultsStore
 from mast.bulk.types import AnnotationRun, RetryPolicy, RunSummary, check_run_settings, config_hash
 from mast.errors import (
@@ -91,6 +94,7 @@ async def aannotate_many(
     resume: bool = True,
     retry_failed: bool = False,
     budget_usd: float | None = None,
+    budget_scope: BudgetScope = "file",
     cache: CacheLike = True,
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
@@ -131,6 +135,7 @@ async def aannotate_many(
                 resume=resume,
                 retry_failed=retry_failed,
                 budget_usd=budget_usd,
+                budget_scope=budget_scope,
                 cache=cache,
                 timeout=timeout,
                 retry=retry,
@@ -178,8 +183,9 @@ async def _annotate_samples(
         runs.append(
             await _annotate_once(items, judge.for_sample(index), **{**options, "on_stop": "return"})
         )
-        if budget_usd is not None:
-            # One budget for all samples: what a sample spent is gone for the next.
+        if budget_usd is not None and (out is None or kw["budget_scope"] == "run"):
+            # One budget for all samples: what a sample spent is gone for the next (with
+            # a results file and scope "file", the next pass counts the file's records).
             options["budget_usd"] = max(0.0, options["budget_usd"] - runs[-1].summary.cost_usd)
         if runs[-1].summary.stopped:
             break
@@ -235,6 +241,7 @@ async def _annotate_once(
     resume: bool,
     retry_failed: bool,
     budget_usd: float | None,
+    budget_scope: BudgetScope,
     cache: CacheLike,
     timeout: float | None,
     retry: RetryPolicy | None,
@@ -249,6 +256,7 @@ async def _annotate_once(
     limiter: Limiter | None,
 ) -> AnnotationRun:
     check_run_settings(judge, concurrency=concurrency, budget_usd=budget_usd, on_stop=on_stop)
+    check_budget_scope(budget_scope)
     if judge.provider is None:
         batch = False  # the heuristic judge makes no calls
     if timeout is None and judge.call_config is not None:
@@ -275,7 +283,7 @@ async def _annotate_once(
             limiter=limiter or RateLimiter(rpm=rpm, tpm=tpm, window=rate_window),
             retry=retry or RetryPolicy(),
             timeout=timeout,
-            budget_usd=budget_usd,
+            budget=_budget(budget_usd, budget_scope, store),
             concurrency=concurrency,
             resume=resume,
             retry_failed=retry_failed,
@@ -310,6 +318,14 @@ async def _annotate_once(
     return annotations
 
 
+def _budget(limit: float | None, scope: BudgetScope, store: ResultsStore | None) -> Budget:
+    """The run's budget; with scope "file", what the results file's records cost so far
+    counts against it (the same choice for Python and ``mast annotate``)."""
+    if limit is None or scope == "run" or store is None:
+        return Budget(limit)
+    return Budget(limit, prior=store.spent_usd, results=store.path)
+
+
 def annotate_many(
     traces: Iterable[Trace],
     judge: Judge,
@@ -321,6 +337,7 @@ def annotate_many(
     resume: bool = True,
     retry_failed: bool = False,
     budget_usd: float | None = None,
+    budget_scope: BudgetScope = "file",
     cache: CacheLike = True,
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
@@ -352,8 +369,15 @@ def annotate_many(
         Requests / tokens per ``rate_window`` seconds (a minute). Token counts are
         estimated before a call (prompt + maximum output) and corrected after it.
     budget_usd:
-        Stop before a call whose estimated cost would take the run's spending past this.
-        Needs the model's price (``Judge(prices=…)`` for models not in the table).
+        Stop before a call whose estimated cost (estimated prompt tokens + the most output
+        tokens the call may ask for) would take the spending past this; a call that does
+        not fit only because others are in flight waits for them to settle. Needs the
+        model's price (``Judge(prices=…)`` for models not in the table).
+    budget_scope:
+        ``"file"`` (default, as ``mast annotate``): the budget is for the results file
+        ``out``, so what its records cost in earlier runs (kept beside it in
+        ``<out>.spent.json``) counts against it and a rerun gets no fresh budget;
+        ``"run"``: for this run alone. Without ``out`` both mean this run.
     cache:
         Response cache: ``True`` (default directory, see
         :func:`mast.bulk.cache.default_cache_dir`), a directory, a
@@ -399,6 +423,7 @@ def annotate_many(
         resume=resume,
         retry_failed=retry_failed,
         budget_usd=budget_usd,
+        budget_scope=budget_scope,
         cache=cache,
         timeout=timeout,
         retry=retry,

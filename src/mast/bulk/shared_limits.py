@@ -18,9 +18,11 @@ what the call used afterwards. The Ray engine keeps it in an actor; tests use it
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 from mast.bulk.ratelimit import Grant, RateLimiter
+from mast.bulk.spending import Budget, BudgetSpent
 
 __all__ = ["LimitsState"]
 
@@ -40,6 +42,8 @@ class LimitsState:
         tpm: float | None = None,
         window: float = 60.0,
         budget_usd: float | None = None,
+        spent_usd: float = 0.0,
+        results: str | None = None,
     ) -> None:
         # A worker's request reaches the provider some time after its grant, and not always
         # the same time (its event loop may be busy rendering another trace, its first call
@@ -47,9 +51,9 @@ class LimitsState:
         # Counting a window a tenth longer (at most a second, under 2% of a minute) keeps
         # the provider's view within the limit.
         self.limiter = RateLimiter(rpm=rpm, tpm=tpm, window=window + min(1.0, 0.1 * window))
-        self.budget = budget_usd
-        self.spent = 0.0
-        self.reserved = 0.0
+        # spent_usd: what the results folder's records cost in earlier runs (budget scope
+        # "file"); a call that does not fit only because others are in flight waits.
+        self.money = Budget(budget_usd, prior=spent_usd, results=Path(results) if results else None)
         self.calls = 0
         self.stopped: tuple[str, str] | None = None
         self._tickets: dict[int, tuple[Grant | None, float]] = {}
@@ -59,21 +63,21 @@ class LimitsState:
         """Wait until a call of about ``tokens`` tokens and ``cost`` USD fits."""
         if self.stopped is not None:
             return None, self.stopped
-        if self.budget is not None and self.spent + self.reserved + cost > self.budget + 1e-12:
-            self.stopped = (
-                "budget",
-                f"budget of ${self.budget:.4f} reached: ${self.spent:.4f} spent"
-                + (f", ${self.reserved:.4f} in flight" if self.reserved else "")
-                + f" across the cluster, and the next call may cost up to ${cost:.4f} "
-                "(estimated prompt tokens + max output tokens)",
-            )
+        try:
+            # A worker that dies never settles its calls: wait at most 10 minutes for one.
+            why = "estimated prompt tokens + max output tokens"
+            await self.money.reserve(cost, why=why, patience=600.0)
+        except BudgetSpent as exc:
+            self.stopped = ("budget", f"{exc} (across the cluster)")
+            return None, self.stopped
+        if self.stopped is not None:  # stopped while this call waited
+            self.money.settle(cost, None)
             return None, self.stopped
         # Reserve first, then wait: a call waiting for the rate limit holds its share.
-        self.reserved += cost
         try:
             grant = await self.limiter.acquire(tokens) if self.limiter.limited else None
         except BaseException:
-            self.reserved -= cost
+            self.money.settle(cost, None)
             raise
         ticket = next(self._ids)
         self._tickets[ticket] = (grant, cost)
@@ -84,10 +88,9 @@ class LimitsState:
         """The call is over: it used ``tokens`` (None = as estimated, 0 = refused by the
         provider) and cost ``cost`` USD (None = unknown or nothing)."""
         grant, reserved = self._tickets.pop(ticket, (None, 0.0))
-        self.reserved = max(0.0, self.reserved - reserved)
+        self.money.settle(reserved, cost)
         if grant is not None:
             grant.settle(tokens)
-        self.spent += cost or 0.0
 
     def pause(self, seconds: float) -> None:
         """Hold every caller back (a provider answered 429 with ``Retry-After``)."""
@@ -101,8 +104,8 @@ class LimitsState:
     def snapshot(self) -> dict[str, Any]:
         """Money spent and reserved, calls admitted, and why everyone stopped (if so)."""
         return {
-            "spent_usd": self.spent,
-            "reserved_usd": self.reserved,
+            "spent_usd": self.money.spent,
+            "reserved_usd": self.money.reserved,
             "calls": self.calls,
             "stopped": self.stopped,
         }

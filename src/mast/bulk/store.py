@@ -29,21 +29,27 @@ True
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from mast.bulk.store_compact import compact_lines, read_ledger, write_ledger
+from mast.bulk.store_compact import (
+    _parse,
+    _records,
+    compact_lines,
+    read_ledger,
+    shard_paths,
+    write_ledger,
+)
 from mast.bulk.syncer import BackgroundSync
 from mast.errors import MastError
-from mast.judge.annotation import SCHEMA_VERSION, Annotation
+from mast.judge.annotation import Annotation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,40 +82,6 @@ def record_key(annotation: Annotation) -> RecordKey:
     """
     config = annotation.judge.get("config_hash")
     return annotation.trace_id, config if isinstance(config, str) else None
-
-
-def _parse(line: bytes) -> Annotation:
-    record = json.loads(line)
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    version = record.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise ValueError(
-            f"record schema_version {version} is newer than this mast ({SCHEMA_VERSION}); "
-            "upgrade mast to read it"
-        )
-    return Annotation.model_validate(record)
-
-
-def _records(path: Path) -> Iterator[tuple[int, int, int, Annotation | Exception, bool]]:
-    """``(line number, byte offset, bytes with the newline, record or error, is the torn
-    last line)`` for each line that is not blank."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    lines = data.split(b"\n")
-    torn_tail = not data.endswith(b"\n")
-    if not torn_tail:
-        lines.pop()  # the empty string after the final newline
-    offset = 0
-    for number, line in enumerate(lines, start=1):
-        here, offset = offset, offset + len(line) + 1
-        last = number == len(lines)
-        if not line.strip():
-            continue
-        try:
-            yield number, here, len(line) + 1, _parse(line), False
-        except (ValueError, ValidationError) as exc:
-            yield number, here, len(line) + 1, exc, last and torn_tail
 
 
 def read_annotations(path: str | Path, *, latest: bool = True) -> list[Annotation]:
@@ -154,18 +126,6 @@ def _read_file(path: Path, latest: bool) -> list[Annotation]:
         else:
             every.append(item)
     return list(found.values()) if latest else every
-
-
-def shard_paths(folder: str | Path) -> list[Path]:
-    """The results files in a results folder (``*.jsonl``, not recursive), sorted by name.
-
-    >>> shard_paths("no-such-folder")
-    []
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
 
 
 def _read_folder(folder: Path, latest: bool) -> list[Annotation]:

@@ -26,14 +26,25 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mast.errors import MastError
+from pydantic import ValidationError
 
-__all__ = ["Ledger", "compact_lines", "ledger_path", "read_ledger", "write_ledger"]
+from mast.errors import MastError
+from mast.judge.annotation import SCHEMA_VERSION, Annotation
+
+__all__ = [
+    "Ledger",
+    "compact_lines",
+    "ledger_path",
+    "read_ledger",
+    "shard_paths",
+    "spent_so_far",
+    "write_ledger",
+]
 
 
 def ledger_path(results: Path) -> Path:
@@ -123,3 +134,68 @@ def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _parse(line: bytes) -> Annotation:
+    record = json.loads(line)
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    version = record.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise ValueError(
+            f"record schema_version {version} is newer than this mast ({SCHEMA_VERSION}); "
+            "upgrade mast to read it"
+        )
+    return Annotation.model_validate(record)
+
+
+def _records(path: Path) -> Iterator[tuple[int, int, int, Annotation | Exception, bool]]:
+    """``(line number, byte offset, bytes with the newline, record or error, is the torn
+    last line)`` for each line that is not blank."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    lines = data.split(b"\n")
+    torn_tail = not data.endswith(b"\n")
+    if not torn_tail:
+        lines.pop()  # the empty string after the final newline
+    offset = 0
+    for number, line in enumerate(lines, start=1):
+        here, offset = offset, offset + len(line) + 1
+        last = number == len(lines)
+        if not line.strip():
+            continue
+        try:
+            yield number, here, len(line) + 1, _parse(line), False
+        except (ValueError, ValidationError) as exc:
+            yield number, here, len(line) + 1, exc, last and torn_tail
+
+
+def spent_so_far(path: str | Path) -> float:
+    """USD charged to the records of a results file, or of every shard of a results
+    folder, by every run so far (superseded and compacted records included; see
+    :attr:`mast.bulk.store.ResultsStore.spent_usd`). 0 when there is none yet.
+
+    >>> spent_so_far("no-such-file.jsonl")
+    0.0
+    """
+    path = Path(path)
+    total = 0.0
+    for file in shard_paths(path) if path.is_dir() else [path]:
+        if file.is_file():
+            total += read_ledger(file).carried_usd
+            for *_, item, _torn in _records(file):
+                if isinstance(item, Annotation):
+                    total += item.cost_usd or 0.0
+    return total
+
+
+def shard_paths(folder: str | Path) -> list[Path]:
+    """The results files in a results folder (``*.jsonl``, not recursive), sorted by name.
+
+    >>> shard_paths("no-such-folder")
+    []
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())

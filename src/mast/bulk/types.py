@@ -22,6 +22,9 @@ from mast.judge.verdict import Finding
 
 T = TypeVar("T")
 
+TRANSIENT = frozenset({"connection", "timeout", "rate_limited", "server_error"})
+"""Failure kinds that say nothing about the trace: a rerun tries them again."""
+
 # Settings that do not change an answer: left out of the resume key ("base_url" is what
 # the user typed; the server it names is in "endpoint").
 _NOT_IN_CONFIG_HASH = ("mast_version", "base_url")
@@ -140,7 +143,9 @@ class RunSummary:
     """Of the ``resumed``, records of failures kept from earlier runs, by reason
     (``retry_failed=True`` redoes them)."""
     retried_earlier: Counter[str] = field(default_factory=Counter)
-    """Transport failures of earlier runs tried again in this one, by reason."""
+    """Failures of earlier runs tried again in this one, by reason: transport failures
+    (always), others with ``retry_failed=True`` (an unreadable answer, ``parse_error``, is
+    asked for again from the provider unless the cached one now reads)."""
     calls: int = 0
     """Provider calls made (retries included; cache hits and batch items excluded)."""
     retries: int = 0
@@ -194,10 +199,20 @@ class RunSummary:
                 f"({_reasons(self.failed_earlier)}): run again with --retry-failed "
                 "(retry_failed=True) to redo them"
             )
-        if self.retried_earlier:
+        transport = Counter({k: v for k, v in self.retried_earlier.items() if k in TRANSIENT})
+        if transport:
             lines.append(
-                f"{sum(self.retried_earlier.values())} transport failure(s) of earlier runs "
-                f"tried again ({_reasons(self.retried_earlier)})"
+                f"{sum(transport.values())} transport failure(s) of earlier runs "
+                f"tried again ({_reasons(transport)})"
+            )
+        redone = self.retried_earlier - transport
+        if redone:
+            parse = redone.pop("parse_error", 0)
+            words = [f"{parse} parse failure(s) (unreadable answers, asked again)"] * bool(parse)
+            words += [_reasons(redone)] * bool(redone)
+            lines.append(
+                f"{parse + sum(redone.values())} failure(s) of earlier runs redone "
+                f"(retry_failed): {', '.join(words)}"
             )
         extra = f" ({self.retries} retries)" if self.retries else ""
         lines.append(

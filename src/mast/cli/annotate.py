@@ -4,7 +4,8 @@ A thin layer over :func:`mast.annotate_many`: it loads the inputs, builds the ju
 and prints a final summary (done / failed by reason / cached / cost / time) on stdout, with
 progress and problems on stderr. Rerunning the same command resumes. The exit code is 0
 when at least one trace has an ``ok`` record, 1 when nothing could be done, 2 for usage or
-configuration errors, 130 when interrupted.
+configuration errors, 3 when the budget stopped the run with traces not attempted (see
+:data:`EXIT_BUDGET`), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -15,8 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from mast.cli.inputs import add_input_options
+from mast.errors import BudgetExceeded
 
-__all__ = ["ATTRIBUTION_METHODS", "register"]
+__all__ = ["ATTRIBUTION_METHODS", "EXIT_BUDGET", "register"]
+
+EXIT_BUDGET = BudgetExceeded.exit_code
+"""Exit code of ``mast annotate`` when the budget stopped the run before every trace was
+attempted: the results file holds what was done; raise ``--budget`` to finish."""
+
+EXIT_CODES = (
+    "exit status: 0 at least one trace annotated; 1 nothing could be done (or the results "
+    "file could not be written); 2 usage or configuration error; 3 stopped by --budget "
+    "with traces not attempted (raise --budget and rerun to finish); 130 interrupted"
+)
 
 # The methods of mast.judge.attribute.METHODS, spelled out so `mast --help` stays light.
 ATTRIBUTION_METHODS = ("all-at-once", "step-by-step", "binary-search")
@@ -135,6 +147,8 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
     print(f"results: {args.out}")
     if len(judges) > 1 or args.samples > 1:
         print(f"self-consistency of the runs: mast agree --consensus {args.out}")
+    if EXIT_BUDGET in codes:
+        return EXIT_BUDGET
     return 0 if 0 in codes else 1
 
 
@@ -187,6 +201,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
         "tpm": args.tpm,
         "retry_failed": args.retry_failed,
         "budget_usd": args.budget,
+        "budget_scope": args.budget_scope,
         "cache": False if args.no_cache else (args.cache or True),
         "retry": RetryPolicy(max_attempts=args.max_attempts),
         "progress": not args.quiet,
@@ -230,6 +245,8 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
         summary.stopped == "output" or summary.done + summary.failed_total == 0
     ):
         return 1  # stopped before anything could be done, or results could not be written
+    if summary.stopped == "budget" and summary.not_attempted:
+        return EXIT_BUDGET  # work is left: a script must not take this run for finished
     ok = sum(a.status == "ok" for a in run)
     return 0 if ok else 1
 
@@ -253,6 +270,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Annotate traces with MAST failure modes: concurrent, rate-limited, retried, "
             "cached, resumable (rerun the same command), within a budget."
         ),
+        epilog=EXIT_CODES,
     )
     p.add_argument("inputs", nargs="+", help="trace files, folders or globs")
     which = p.add_mutually_exclusive_group(required=True)
@@ -293,7 +311,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=_non_negative_float,
         default=None,
         metavar="USD",
-        help="stop before a call would take the spending past this",
+        help="stop before a call would take the spending past this (estimated prompt "
+        "tokens + the call's max output tokens; calls in flight settle first); exit status 3 "
+        "when it stops the run with traces left",
+    )
+    p.add_argument(
+        "--budget-scope",
+        choices=("file", "run"),
+        default="file",
+        help="file (default): the budget is for the --out results file, so what its records "
+        "cost in earlier runs (kept beside it in OUT.spent.json) counts; run: for this run "
+        "alone",
     )
     p.add_argument("--batch", action="store_true", help="use the provider's batch API")
     p.add_argument(

@@ -59,4 +59,8 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, A
         print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
     if summary.stopped and summary.done + summary.failed_total == 0:
         return 1
+    if summary.stopped == "budget" and summary.not_attempted:
+        from mast.errors import BudgetExceeded
+
+        return BudgetExceeded.exit_code
     return 0 if summary.done or summary.resumed else 1

@@ -87,6 +87,11 @@ class Annotation(BaseModel):
     cost_usd: float | None = None
     """Cost of those calls from the price table; ``None`` when the price or usage is unknown."""
 
+    shared_with: list[str] = Field(default_factory=list)
+    """Traces of the same run whose records carry the cost of answers this record used
+    (traces with the same text get the same answer: paid once, on the first record; this
+    one is charged nothing for it)."""
+
     cached: bool = False
     """True when every answer came from the response cache (no provider call was made for
     this record); ``usage`` then still shows the tokens of the cached calls, ``cost_usd`` is 0."""

@@ -36,6 +36,48 @@ _DEFAULT_OUTPUT = 8_192
 _REASONING_OUTPUT = 32_768
 
 
+# Compact answers (see answer_format): an absent mode is one token, a present one an object
+# with evidence. bench/ANSWER_SIZE.md measured 477 tokens for 3 of 14 modes present (about
+# 120 per present mode, about 120 for the rest); the cap allows twice that per mode with
+# every mode present, so only a runaway answer is cut off.
+_COMPACT_BASE_OUTPUT = 512
+_COMPACT_PER_MODE_OUTPUT = 256
+
+
+def answer_output_tokens(answer: str, modes: int) -> int | None:
+    """The ``max_tokens`` a non-reasoning model is asked for by default in answer mode
+    ``answer`` with ``modes`` failure modes (None: none is sent, 8,192 are reserved).
+
+    >>> answer_output_tokens("compact", 14), answer_output_tokens("full", 14)
+    (4096, None)
+    """
+    if answer != "compact":
+        return None
+    return _COMPACT_BASE_OUTPUT + _COMPACT_PER_MODE_OUTPUT * modes
+
+
+def default_max_tokens(provider: str, *, reasoning: bool, answer: str, modes: int) -> int | None:
+    """The ``max_tokens`` a judge sends when none is given (None: none is sent).
+
+    Reasoning models and Anthropic's (adaptive thinking) spend output tokens before the
+    answer, so they get room for that; OpenAI and Azure models that do not reason get a cap
+    sized to a compact answer (:func:`answer_output_tokens`), which also bounds what a call
+    reserves of a budget.
+
+    >>> default_max_tokens("openai", reasoning=False, answer="compact", modes=14)
+    4096
+    """
+    if reasoning:
+        return _REASONING_OUTPUT
+    if provider == "anthropic":
+        from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS
+
+        return DEFAULT_MAX_TOKENS
+    if provider in ("openai", "azure"):
+        return answer_output_tokens(answer, modes)
+    return None
+
+
 # The estimate is a heuristic: keep this share of the budget free as a margin.
 _SAFETY = 0.9
 

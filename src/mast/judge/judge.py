@@ -36,12 +36,12 @@ from mast.errors import AuthError, ContextLengthError, ProviderError, VerdictPar
 from mast.judge.annotation import Annotation
 from mast.judge.budget import (
     _DEFAULT_OUTPUT,
-    _REASONING_OUTPUT,
     _SAFETY,
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_INPUT_TOKENS,
     check_options,
     context_window,
+    default_max_tokens,
 )
 from mast.judge.helpers import judge_taxonomy
 from mast.judge.helpers import run_sync as _run_sync
@@ -52,7 +52,6 @@ from mast.judge.prompt.shots import FewShot, Shot, Shots
 from mast.judge.prompt.types import CHARS_PER_TOKEN, Prompt
 from mast.judge.providers import CallConfig, Completion, Provider, StructuredMode, get_provider
 from mast.judge.providers import parse_model as _parse_model
-from mast.judge.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
 from mast.judge.providers.pricing import PricesLike, PriceTable, price_table
 from mast.judge.providers.schema_choice import SchemaChoice
 from mast.judge.providers.usage import Usage
@@ -141,7 +140,9 @@ class Judge:
         The judge's own API key is removed from traces even with ``redact=False``.
     answer:
         ``"full"`` (every mode with evidence and rationale) or ``"compact"`` (absent modes are
-        ``false``: far fewer output tokens); see :mod:`mast.judge.prompt.answer_format`.
+        ``false``: far fewer output tokens; OpenAI and Azure models that do not reason are
+        then asked for at most 512 + 256 per mode output tokens, 4,096 for MAST, unless
+        ``max_tokens`` is given); see :mod:`mast.judge.prompt.answer_format`.
     verification:
         3.2/3.3 convention the judge is told: ``"paper"`` (MAST default) or ``"official"``
         (3.2 Weak, 3.3 No or Incorrect Verification; see :func:`~mast.load_taxonomy`).
@@ -222,8 +223,9 @@ class Judge:
             model=self.model_name,
             temperature=temperature,
             max_tokens=max_tokens
-            or (_REASONING_OUTPUT if reasoning else None)
-            or (ANTHROPIC_MAX_TOKENS if self.provider_name == "anthropic" else None),
+            or default_max_tokens(
+                self.provider_name, reasoning=reasoning, answer=answer, modes=len(self.taxonomy)
+            ),
             json_schema=answer_schema(self.taxonomy, answer),  # inline if refused: SchemaChoice
             timeout=timeout,
             structured=structured_output,
