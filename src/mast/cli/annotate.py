@@ -343,7 +343,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--retry-failed",
         action="store_true",
-        help="redo traces recorded as failed (transport failures are retried anyway)",
+        help="redo traces recorded as failed: an unreadable answer (parse_error) is asked "
+        "for again from the provider unless the cached one now reads; transport failures "
+        "are retried anyway",
     )
     group = p.add_mutually_exclusive_group()
     group.add_argument(
