@@ -371,12 +371,13 @@ class ResultsStore:
         compacting = self._compact and bool(self._drop)
         if compacting:
             carried += self._superseded_usd
-        write_ledger(
-            self.path,
-            carried_usd=carried,
-            in_file_usd=self._in_file_usd - (self._superseded_usd if compacting else 0.0),
-            records=len(self._index),
-        )
+        if carried or self._in_file_usd:  # no money, no ledger (e.g. the heuristic judge)
+            write_ledger(
+                self.path,
+                carried_usd=carried,
+                in_file_usd=self._in_file_usd - (self._superseded_usd if compacting else 0.0),
+                records=len(self._index),
+            )
         if compacting:
             # After the ledger: a crash between the two counts the superseded lines'
             # money twice (a budget stops early), never not at all.
