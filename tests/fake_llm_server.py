@@ -861,3 +861,58 @@ def verdict_json(codes: list[str], present: tuple[str, ...] = (), summary: str =
         for code in codes
     }
     return json.dumps({"summary": summary, "modes": modes, "task_completed": not present})
+
+
+class RateWindow:
+    """A provider-style rate limit in front of another answer, for ``server.responder``.
+
+    At most ``requests`` requests and ``tokens`` tokens (estimated from the request body,
+    four characters a token, plus its ``max_tokens``) per fixed ``window`` seconds; past
+    either, HTTP 429 with ``Retry-After`` = the time left in the window. Counts are kept
+    per window (``accepted``, ``refused``, ``windows``: window number -> (requests,
+    tokens) accepted) so tests check the accounting, never the clock.
+    """
+
+    def __init__(
+        self,
+        answer: Callable[[Recorded], Reply],
+        *,
+        requests: int | None = None,
+        tokens: int | None = None,
+        window: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.answer = answer
+        self.requests = requests
+        self.tokens = tokens
+        self.window = window
+        self.clock = clock
+        self.start = clock()
+        self.lock = threading.Lock()
+        self.accepted = 0
+        self.refused = 0
+        self.windows: dict[int, tuple[int, int]] = {}
+
+    @staticmethod
+    def tokens_of(request: Recorded) -> int:
+        """The tokens a request counts for: its body's characters / 4 + its max_tokens."""
+        body = request.body if isinstance(request.body, dict) else {}
+        out = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+        return len(request.raw) // 4 + int(out)
+
+    def __call__(self, request: Recorded) -> Reply:
+        cost = self.tokens_of(request)
+        with self.lock:
+            now = self.clock()
+            number = int((now - self.start) // self.window)
+            used_requests, used_tokens = self.windows.get(number, (0, 0))
+            over = (self.requests is not None and used_requests + 1 > self.requests) or (
+                self.tokens is not None and used_tokens + cost > self.tokens
+            )
+            if over:
+                self.refused += 1
+                left = self.start + (number + 1) * self.window - now
+                return Reply.error(429, "rate limit reached", retry_after=f"{left:.3f}")
+            self.windows[number] = (used_requests + 1, used_tokens + cost)
+            self.accepted += 1
+        return self.answer(request)

@@ -207,9 +207,12 @@ class RateLimitError(ProviderError):
         provider: str | None = None,
         status_code: int | None = 429,
         retry_after: float | None = None,
+        limit_requests: float | None = None,
     ) -> None:
         super().__init__(message, provider=provider, status_code=status_code, retryable=True)
         self.retry_after = retry_after
+        self.limit_requests = limit_requests
+        """Requests per minute the provider's headers name as the limit (None: not sent)."""
 
 
 class ContextLengthError(ProviderError):

@@ -4,8 +4,9 @@ Each trace meets its own fault from the fake server: HTTP 429, 500/503, an HTML 
 timeout, a dropped connection, a body cut short, a slow drip (too slow, and merely slow), an
 HTML page with status 200 and an empty 200 body. Some faults pass after one retry, some
 never do. The command must leave exactly one record per trace, ``ok`` or ``error`` with a
-reason that names the fault, make no more calls per trace than ``--max-attempts``, and
-count them honestly in its summary. Run for both providers' wire protocols.
+reason that names the fault, make no more calls per trace than ``--max-attempts``
+(``--max-rate-limited`` for 429s), and count them honestly in its summary. Run for both
+providers' wire protocols.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def test_every_trace_ends_with_one_record_and_bounded_retries(
     command = [
         "annotate", str(inputs), "--model", model, "--base-url", url, "--out", str(out),
         "--fewshot", "0", "--concurrency", str(len(PLAN)), "--max-attempts", str(ATTEMPTS),
-        "--timeout", str(TIMEOUT), "--no-cache", "--quiet",
+        "--max-rate-limited", str(ATTEMPTS), "--timeout", str(TIMEOUT), "--no-cache", "--quiet",
     ]  # fmt: skip
     assert main(command) == 0
     summary = capsys.readouterr().out

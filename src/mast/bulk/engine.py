@@ -25,7 +25,7 @@ from mast.bulk.batch_rounds import BatchRounds
 from mast.bulk.cache import CachedResponse, ResponseCache, cache_key, cache_taxonomy
 from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
-from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused
+from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused, RateLimiter
 from mast.bulk.signals import Payers, _Calls, _Deferred, _Stop
 from mast.bulk.spending import Budget, BudgetSpent
 from mast.bulk.store import ResultsStore
@@ -234,6 +234,7 @@ class _Runner(BatchRounds):
         why = f"about {tokens - self.judge.output_reserve} prompt tokens and at most "
         why += f"{self.judge.output_reserve} output tokens at {self.model_key}'s price"
         attempt = 0
+        throttled = 0  # 429s this call got: counted apart, they do not use up attempts
         while True:
             if self.stopped is not None:
                 raise self.stopped
@@ -249,7 +250,7 @@ class _Runner(BatchRounds):
                 if self.stopped is not None:
                     raise self.stopped
                 self.summary.calls += 1
-                if attempt:
+                if attempt or throttled:
                     self.summary.retries += 1
                 try:
                     if self.timeout is None:
@@ -270,17 +271,25 @@ class _Runner(BatchRounds):
                 if grant is not None:  # refused: no tokens used (a timed-out call may have)
                     grant.settle(None if isinstance(exc, ProviderTimeout) else 0)
                 retry_after = exc.retry_after if isinstance(exc, RateLimitError) else None
-                if retry_after is not None:
-                    # Everyone waits, not only this worker: the limit is shared.
-                    self.limiter.pause(retry_after)
-                attempt += 1
+                if isinstance(exc, RateLimitError):
+                    # Everyone waits and slows down, not only this worker: the limit is shared.
+                    self.summary.rate_limited += 1
+                    throttled += 1
+                    self.pause(exc)
+                else:
+                    attempt += 1
                 if (
                     not exc.retryable
                     or attempt >= self.retry.max_attempts
+                    or throttled >= self.retry.max_rate_limited
                     or (retry_after or 0) > self.retry.max_retry_after
                 ):
                     raise
-                delay = self.retry.delay(attempt - 1, retry_after, self.rng)
+                delay = self.retry.delay(
+                    throttled - 1 if isinstance(exc, RateLimitError) else attempt - 1,
+                    retry_after,
+                    self.rng,
+                )
                 log.info("retrying in %.2fs after: %s", delay, exc)
                 await asyncio.sleep(delay)
                 continue
@@ -296,6 +305,14 @@ class _Runner(BatchRounds):
                 self.chars_per_token = min(self.chars_per_token, observed)
         calls.add_cost(cost)
         return completion
+
+    def pause(self, exc: RateLimitError) -> None:
+        """Tell the limiter a 429 came (with the provider's stated limit where it can)."""
+        seconds = exc.retry_after or 0.0
+        if isinstance(self.limiter, RateLimiter):
+            self.limiter.pause(seconds, stated_limit=exc.limit_requests)
+        else:
+            self.limiter.pause(seconds)
 
     # ------------------------------------------------------------------ one trace
     async def process(self, index: int, trace: Trace, mode: str) -> str:

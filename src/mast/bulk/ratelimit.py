@@ -15,6 +15,15 @@ empty) instead of waiting forever. Token amounts are estimates before the call;
 :meth:`Grant.settle` replaces the estimate with the usage the provider reported.
 :meth:`RateLimiter.pause` holds every caller back after a 429 with ``Retry-After``.
 
+**Adaptive request rate** (``adaptive=True``, what :func:`mast.annotate_many` uses): each
+429 the provider answers (:meth:`RateLimiter.pause`) sets a request rate for every caller
+from what the provider just accepted — the requests admitted in the last window that were
+not refused, spread over the time from the first of them to the moment the server says it
+takes requests again (``Retry-After``) — or from the limit the provider states in its
+``x-ratelimit-limit-requests`` / ``anthropic-ratelimit-requests-limit`` header. Each half
+window without a 429 raises the rate by 5% while callers use it, so a limit set too low is
+found again. ``found_rpm`` reports the rate it settled on (requests per minute).
+
 >>> import asyncio
 >>> limiter = RateLimiter(rpm=120)
 >>> grant = asyncio.run(limiter.acquire(tokens=500))
@@ -32,6 +41,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = ["Grant", "LimitRefused", "Limiter", "LimiterGrant", "RateLimiter"]
+
+_SAFETY = 0.95  # the rate set after a 429: a little under what the provider accepted
+_PROBE = 1.05  # raised by this much after each quiet half window
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -61,7 +73,9 @@ class Limiter(Protocol):
     @property
     def limited(self) -> bool: ...
 
-    def pause(self, seconds: float) -> None: ...
+    def pause(self, seconds: float) -> None:
+        """A provider answered 429: hold every caller back ``seconds`` (0 = it gave no
+        ``Retry-After``), and slow down if the limiter adapts."""
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> LimiterGrant: ...
 
@@ -145,6 +159,34 @@ class Grant:
         self._entry = None
 
 
+class _Adaptive:
+    """What the provider accepted lately: admitted and refused request times (one window)."""
+
+    def __init__(self, window: float, ceiling: float | None, now: float) -> None:
+        self.window = window
+        self.ceiling = ceiling  # the user's rpm, if any: never probe above it
+        self.admitted: deque[float] = deque()
+        self.refused: deque[float] = deque()
+        self.changed = now
+        self.throttles = 0
+        self.lowest: float | None = None
+
+    def trim(self, now: float) -> None:
+        for times in (self.admitted, self.refused):
+            while times and times[0] <= now - self.window:
+                times.popleft()
+
+    def estimate(self, now: float, retry_after: float) -> float | None:
+        """Requests per window the provider accepts, from the last window (None: unknown)."""
+        self.trim(now)
+        accepted = len(self.admitted) - len(self.refused)
+        if accepted <= 0 or not self.admitted:
+            return None
+        span = now - self.admitted[0] + retry_after
+        span = min(max(span, self.window / 60.0), self.window)
+        return accepted * self.window / span
+
+
 class RateLimiter:
     """At most ``rpm`` requests and ``tpm`` tokens per ``window`` seconds (None = no limit).
 
@@ -160,6 +202,7 @@ class RateLimiter:
         window: float = 60.0,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        adaptive: bool = False,
     ) -> None:
         if window <= 0:
             raise ValueError(f"window must be positive, got {window}")
@@ -170,15 +213,89 @@ class RateLimiter:
         self._tpm = _Limit(tpm, window, now) if tpm is not None else None
         self._paused_until = 0.0
         self._lock: asyncio.Lock | None = None
+        self._window = window
+        self._adaptive = _Adaptive(window, rpm, now) if adaptive else None
 
     @property
     def limited(self) -> bool:
-        """Whether any limit is set."""
-        return self._rpm is not None or self._tpm is not None
+        """Whether any limit is set (an adaptive limiter always counts)."""
+        return self._rpm is not None or self._tpm is not None or self._adaptive is not None
 
-    def pause(self, seconds: float) -> None:
-        """Hold every caller back for ``seconds`` from now (a provider asked us to wait)."""
-        self._paused_until = max(self._paused_until, self._clock() + max(seconds, 0.0))
+    @property
+    def found_rpm(self) -> float | None:
+        """The request rate (per minute) the adaptive limiter holds after 429s; None when
+        it never had to slow down (or does not adapt)."""
+        a = self._adaptive
+        if a is None or not a.throttles or self._rpm is None:
+            return None
+        return self._rpm.limit * 60.0 / self._window
+
+    @property
+    def throttles(self) -> int:
+        """429 answers reported through :meth:`pause`."""
+        return self._adaptive.throttles if self._adaptive is not None else 0
+
+    def pause(self, seconds: float, *, stated_limit: float | None = None) -> None:
+        """A provider answered 429: hold every caller back ``seconds`` from now (its
+        ``Retry-After``; 0 when it gave none) and, if adaptive, lower the request rate.
+        ``stated_limit`` is the per-minute request limit the provider's headers named."""
+        now = self._clock()
+        self._paused_until = max(self._paused_until, now + max(seconds, 0.0))
+        a = self._adaptive
+        if a is None:
+            return
+        a.throttles += 1
+        a.refused.append(now)
+        estimate = a.estimate(now, max(seconds, 0.0))
+        if stated_limit is not None and stated_limit > 0:
+            stated = stated_limit * self._window / 60.0
+            estimate = stated if estimate is None else min(estimate, stated)
+        current = self._rpm.limit if self._rpm is not None else None
+        if estimate is None:  # nothing got through lately: halve what we had, if anything
+            if current is None:
+                return  # no rate to learn from yet: the pause and the retry backoff wait
+            target = max(1.0, current / 2)
+        else:
+            target = max(1.0, _SAFETY * estimate)
+        if current is not None and target >= current:
+            a.changed = now  # a 429 at this rate: no probing up for a while
+            return
+        self._set_rate(target, now)
+        a.lowest = target if a.lowest is None else min(a.lowest, target)
+
+    def _set_rate(self, limit: float, now: float) -> None:
+        assert self._adaptive is not None
+        old = self._rpm
+        self._rpm = _Limit(limit, self._window, now)
+        if old is not None:  # the calls of the last window still count
+            old._expire(now)
+            for entry in old.log:
+                self._rpm.take(entry.amount, entry.at)
+            self._rpm.tokens = min(old.tokens, self._rpm.capacity)
+        else:
+            for at in self._adaptive.admitted:
+                self._rpm.take(1, at)
+            self._rpm.tokens = 0.0  # smoothing starts now, not a window back
+        self._rpm.tokens = min(self._rpm.tokens, self._rpm.capacity)
+        self._rpm.updated = now
+        self._adaptive.changed = now
+
+    def _probe(self, now: float) -> None:
+        """Raise an adapted rate after a quiet half window, if callers are using it."""
+        a = self._adaptive
+        if a is None or self._rpm is None or now - a.changed < self._window / 2:
+            return
+        a.trim(now)
+        if len(a.admitted) < 0.8 * self._rpm.limit:
+            a.changed = now  # not the limit holding the run back: nothing to learn
+            return
+        raised = self._rpm.limit * _PROBE
+        if a.ceiling is not None:
+            raised = min(raised, a.ceiling)
+        if raised > self._rpm.limit:
+            self._set_rate(raised, now)
+        else:
+            a.changed = now
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> Grant:
         """Wait until one request of about ``tokens`` tokens fits the limits, and count it.
@@ -186,6 +303,7 @@ class RateLimiter:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            self._probe(self._clock())
             while True:
                 now = self._clock()
                 wait = self._paused_until - now
@@ -198,5 +316,8 @@ class RateLimiter:
                 await self._sleep(max(wait, 0.001))
             if self._rpm is not None:
                 self._rpm.take(1, now)
+            if self._adaptive is not None:
+                self._adaptive.admitted.append(now)
+                self._adaptive.trim(now)
             entry = self._tpm.take(tokens, now) if self._tpm is not None else None
         return Grant(tokens=tokens, _limiter=self, _entry=entry)

@@ -201,14 +201,16 @@ def _merge_runs(runs: list[AnnotationRun]) -> AnnotationRun:
     summary = RunSummary()
     for run in runs:
         s = run.summary
-        for name in ("total", "done", "cached", "resumed", "calls", "retries", "batch_items",
-                     "cost_usd", "cost_unknown", "positives", "grounded_positives",
+        for name in ("total", "done", "cached", "resumed", "calls", "retries", "rate_limited",
+                     "batch_items", "cost_usd", "cost_unknown", "positives", "grounded_positives",
                      "elapsed_s"):  # fmt: skip
             setattr(summary, name, getattr(summary, name) + getattr(s, name))
         summary.failed.update(s.failed)
         summary.batches += s.batches
         summary.duplicates = s.duplicates
         summary.not_attempted += [t for t in s.not_attempted if t not in summary.not_attempted]
+        if s.found_rpm is not None:
+            summary.found_rpm = min(s.found_rpm, summary.found_rpm or s.found_rpm)
         summary.stopped = summary.stopped or s.stopped
         summary.stop_message = summary.stop_message or s.stop_message
     order: dict[str, int] = {}
@@ -276,11 +278,20 @@ async def _annotate_once(
         response_cache, owned = open_cache(cache)
         opened_cache = response_cache if owned else None
         bar = Progress(total, enabled=progress, stream=progress_stream)
+        # Adaptive: a 429 slows every worker down to what the provider accepts (below rpm,
+        # if given), and a quiet spell probes upwards again.
+        own_limiter: RateLimiter | None = None
+        run_limiter: Limiter
+        if limiter is None:
+            own_limiter = RateLimiter(rpm=rpm, tpm=tpm, window=rate_window, adaptive=True)
+            run_limiter = own_limiter
+        else:
+            run_limiter = limiter
         runner = _Runner(
             judge,
             store=store,
             cache=response_cache,
-            limiter=limiter or RateLimiter(rpm=rpm, tpm=tpm, window=rate_window),
+            limiter=run_limiter,
             retry=retry or RetryPolicy(),
             timeout=timeout,
             budget=_budget(budget_usd, budget_scope, store),
@@ -305,6 +316,8 @@ async def _annotate_once(
         if opened_cache is not None:
             opened_cache.close()
     summary = runner.summary
+    if own_limiter is not None:
+        summary.found_rpm = own_limiter.found_rpm
     if store is not None and runner.unwritten:
         cached = response_cache is not None and response_cache.writable
         note = rescue(runner.unwritten, store.path, cached=cached)

@@ -50,7 +50,10 @@ class LimitsState:
         # imports half the SDK): two grants one window apart could land inside one window.
         # Counting a window a tenth longer (at most a second, under 2% of a minute) keeps
         # the provider's view within the limit.
-        self.limiter = RateLimiter(rpm=rpm, tpm=tpm, window=window + min(1.0, 0.1 * window))
+        # Adaptive: a 429 any worker gets slows the whole cluster down (see RateLimiter).
+        self.limiter = RateLimiter(
+            rpm=rpm, tpm=tpm, window=window + min(1.0, 0.1 * window), adaptive=True
+        )
         # spent_usd: what the results folder's records cost in earlier runs (budget scope
         # "file"); a call that does not fit only because others are in flight waits.
         self.money = Budget(budget_usd, prior=spent_usd, results=Path(results) if results else None)
@@ -93,7 +96,8 @@ class LimitsState:
             grant.settle(tokens)
 
     def pause(self, seconds: float) -> None:
-        """Hold every caller back (a provider answered 429 with ``Retry-After``)."""
+        """A provider answered 429: hold every caller back ``seconds`` (its ``Retry-After``,
+        0 if none) and lower the cluster's request rate."""
         self.limiter.pause(seconds)
 
     def stop(self, reason: str, message: str) -> None:

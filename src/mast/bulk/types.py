@@ -75,6 +75,7 @@ class RetryPolicy:
     """How failed calls are retried: up to ``max_attempts`` calls in all, waiting
     ``base_delay · 2^n`` (capped at ``max_delay``) with jitter in between, or what the
     provider's ``Retry-After`` asks (up to ``max_retry_after``; longer waits fail).
+    Answers 429 (rate limited) are counted apart, up to ``max_rate_limited``.
 
     >>> policy = RetryPolicy(base_delay=1.0, max_delay=8.0)
     >>> 2.0 <= policy.delay(2, None, random.Random(0)) <= 4.0
@@ -87,10 +88,15 @@ class RetryPolicy:
     base_delay: float = 1.0
     max_delay: float = 60.0
     max_retry_after: float = 600.0
+    max_rate_limited: int = 100
+    """429 answers one call may get before its trace fails (``rate_limited``). They do not
+    use up ``max_attempts``: a rate limit is a reason to wait, not a fault, and the shared
+    limiter slows every worker down after each (at up to ``max_delay`` apart, 100 of them
+    are well over an hour of waiting)."""
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        if self.max_attempts < 1 or self.max_rate_limited < 1:
+            raise ValueError("max_attempts and max_rate_limited must be at least 1")
         if self.base_delay < 0 or self.max_delay < 0:
             raise ValueError("retry delays must not be negative")
 
@@ -150,6 +156,10 @@ class RunSummary:
     """Provider calls made (retries included; cache hits and batch items excluded)."""
     retries: int = 0
     """Of those, calls that were retries."""
+    rate_limited: int = 0
+    """Calls the provider answered 429 (rate limited); each was retried or failed its trace."""
+    found_rpm: float | None = None
+    """The request rate (per minute) the run slowed to after 429s (None: it never had to)."""
     batch_items: int = 0
     """Requests answered through provider batch jobs."""
     batches: list[str] = field(default_factory=list)
@@ -219,6 +229,16 @@ class RunSummary:
             f"{self.calls} provider call(s){extra}, {self.cached} record(s) from cache"
             + (f", {self.batch_items} batch item(s)" if self.batch_items else "")
         )
+        if self.rate_limited:
+            lines.append(
+                f"{self.rate_limited} call(s) answered 429 (rate limited)"
+                + (
+                    f"; the run slowed every worker to {self.found_rpm:.0f} requests/min, "
+                    "the limit it found (pass --rpm / rpm= to start there)"
+                    if self.found_rpm is not None
+                    else ""
+                )
+            )
         cost = f"cost ${self.cost_usd:.4f}"
         if self.cost_unknown:
             cost += f" (+ {self.cost_unknown} record(s) of unknown cost)"

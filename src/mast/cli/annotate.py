@@ -203,7 +203,9 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
         "budget_usd": args.budget,
         "budget_scope": args.budget_scope,
         "cache": False if args.no_cache else (args.cache or True),
-        "retry": RetryPolicy(max_attempts=args.max_attempts),
+        "retry": RetryPolicy(
+            max_attempts=args.max_attempts, max_rate_limited=args.max_rate_limited
+        ),
         "progress": not args.quiet,
         "on_stop": "return",
     }
@@ -386,6 +388,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--max-attempts", type=_positive_int, default=6, help="calls per request incl. retries"
+    )
+    p.add_argument(
+        "--max-rate-limited",
+        type=_positive_int,
+        default=100,
+        help="429 answers one request may get before its trace fails (default 100; they do "
+        "not count against --max-attempts: without --rpm the run slows down to the limit)",
     )
     p.add_argument(
         "--batch-poll",

@@ -8,6 +8,7 @@ duck-typed translator serves them all and keeps every provider module free of er
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import re
 import time
@@ -100,6 +101,59 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
+def _header_seconds(raw: str) -> float | None:
+    """``1s``, ``6m0s``, ``20ms`` (OpenAI resets) or an RFC 3339 time (Anthropic) as seconds."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", raw)
+    if parts and "".join(n + u for n, u in parts) == raw.strip():
+        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+        return sum(float(n) * scale[u] for n, u in parts)
+    try:
+        when = datetime.datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def rate_limit_headers(headers: Mapping[str, str] | None) -> tuple[float | None, float | None]:
+    """(request limit per minute, seconds until requests are taken again) from the
+    providers' rate-limit headers: OpenAI ``x-ratelimit-limit-requests`` /
+    ``-remaining-requests`` / ``-reset-requests`` (and the ``-tokens`` ones), Anthropic
+    ``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset``. The wait is given
+    only when a remaining count is 0.
+
+    >>> rate_limit_headers({"x-ratelimit-limit-requests": "500",
+    ...                     "x-ratelimit-remaining-requests": "0",
+    ...                     "x-ratelimit-reset-requests": "1m30s"})
+    (500.0, 90.0)
+    """
+    if not headers:
+        return None, None
+    low = {k.lower(): v for k, v in headers.items()}
+    limit: float | None = None
+    for name in ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"):
+        try:
+            limit = float(low[name])
+            break
+        except (KeyError, ValueError):
+            continue
+    waits: list[float] = []
+    for kind in ("requests", "tokens", "input-tokens", "output-tokens"):
+        for remaining, reset in (
+            (f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}"),
+            (f"anthropic-ratelimit-{kind}-remaining", f"anthropic-ratelimit-{kind}-reset"),
+        ):
+            try:
+                empty = float(low[remaining]) <= 0
+            except (KeyError, ValueError):
+                continue
+            seconds = _header_seconds(low.get(reset, ""))
+            if empty and seconds is not None:
+                waits.append(seconds)
+    return limit, (max(waits) if waits else None)
+
+
 def unexpected_answer(
     answer: Any, *, provider: str, model: str, expected: str, secret: Secrets = None
 ) -> ProviderError:
@@ -171,12 +225,16 @@ def translate_error(
                 status_code=status,
             )
         wait = retry_after_seconds(headers)
+        stated, reset = rate_limit_headers(headers)
+        if wait is None:
+            wait = reset
         hint = f"; the server asks to retry after {wait:g}s" if wait is not None else ""
         return RateLimitError(
             f"{where}: rate limited (HTTP 429: {detail}){hint}",
             provider=provider,
             status_code=status,
             retry_after=wait,
+            limit_requests=stated,
         )
     if status in (400, 413, 422) and (
         code == "context_length_exceeded" or _CONTEXT_PATTERNS.search(detail)
