@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import mast.bulk.syncer as syncer
-from mast.bulk.store import ResultsFileWarning, ResultsStore, read_annotations
+from mast.bulk.store import ResultsStore, read_annotations
 from mast.judge.annotation import Annotation
 from mast.traces.model import FailureVector
 
@@ -62,8 +62,7 @@ def test_a_failed_background_fsync_shows_at_the_next_append(
     store._syncer.close()  # let the failed fsync finish
     with pytest.raises(OSError, match="I/O error"):
         store.append(ann(1))
-    with pytest.warns(ResultsFileWarning, match="could not .* record the money spent"):
-        store.close()  # the ledger beside the file cannot be made durable either
+    store.close()  # nothing cost money: no ledger to write beside the file
 
 
 def test_without_background_each_append_is_fsynced_before_it_returns(
