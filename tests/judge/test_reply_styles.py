@@ -121,14 +121,22 @@ def _item(style: str, code: str, value: bool, rationale: str) -> str:
         return f"{code} {name}: {rationale or 'as described'} → {a['word']}"
     if style == "fm":
         return f"FM-{code}: {a['word'].upper()}" + (f" ({rationale})" if rationale else "")
+    if style == "name_only":  # the mode's name without its code
+        return f"- {name}: {a['word']}{why}"
+    if style.startswith("lang_"):  # yes / no in another language
+        word = _LANGS[style[5:]][0 if value else 1]
+        return f"{code} {name}: {word}{why}"
     if style == "numbered":
         return f"{CODES.index(code) + 1}. **{code}** — {name}: **{a['word']}**{why}"
     raise AssertionError(style)
 
 
+_LANGS = {"de": ("Ja", "Nein"), "fr": ("Oui", "Non"), "es": ("Sí", "No"), "ko": ("예", "아니오"),
+          "zh": ("是", "否"), "ja": ("はい", "いいえ")}  # fmt: skip
 _STYLES = ["colon", "bold", "tag", "emoji_before", "emoji_after", "checkbox", "word_first",
            "heading_present", "heading_detected", "heading_inline", "name_first", "yaml",
-           "yaml_nested", "paren", "arrow", "fm", "numbered"]  # fmt: skip
+           "yaml_nested", "paren", "arrow", "fm", "numbered", "name_only",
+           *(f"lang_{lang}" for lang in _LANGS)]  # fmt: skip
 
 
 @st.composite

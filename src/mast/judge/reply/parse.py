@@ -169,6 +169,17 @@ def parse_response(
     if planted:
         text = _drop_planted_blocks(text, planted, tax, json_problems)
     reading = read_text_format(text, tax, _names(tax))
+    echoes = [p for p in json_problems if p.startswith("ignored")]
+    if echoes and not any(v is not None for v in reading.answers.values()):
+        # What was left after the echoes answers no mode: the model gave no answer of its
+        # own. Not "ok with every mode unknown", which counts as annotated and is never
+        # asked again: unreadable, so it is repaired, retried and re-asked on a rerun.
+        raise VerdictParseError(
+            "every part of the answer that gives a mode's answer repeats trace text "
+            f"({'; '.join(echoes)}); no answer of the judge's own",
+            raw=raw,
+            problems=json_problems + [p for p in reading.problems if "not answered" not in p],
+        )
     if reading.readable:
         findings = []
         for code, value in reading.answers.items():

@@ -41,6 +41,7 @@ from functools import lru_cache
 
 from mast.judge.reply import textlayout as _layout
 from mast.judge.reply.symbol_legend import apply_legend
+from mast.judge.reply.textnames import code_the_names, may_name_a_mode
 from mast.judge.reply.textslot import (
     ANSWER_WORDS,
     CLOSES,
@@ -55,6 +56,7 @@ from mast.judge.reply.textslot import (
     normalize_markup,
     read_answer_slot,
 )
+from mast.judge.reply.textwords import english_answers, join_label_lists, mark_columns
 from mast.taxonomy import Taxonomy
 
 __all__ = [
@@ -161,6 +163,9 @@ def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextRead
     text, legend = apply_legend(text)
     if legend:
         reading.problems.append(legend)
+    text = join_label_lists(mark_columns(english_answers(text)))
+    text, unsure_names = code_the_names(text, taxonomy, names)
+    reading.problems += unsure_names
     known = set(taxonomy.codes)
     start, end, note = _layout.answer_region(text)
     if note:
@@ -211,6 +216,19 @@ def read_text_format(raw: str, taxonomy: Taxonomy, names: NameIndex) -> TextRead
     return reading
 
 
+_NAME_INDEXES: dict[int, tuple[Taxonomy, NameIndex]] = {}
+
+
+def _name_index(taxonomy: Taxonomy) -> NameIndex:
+    # By identity: taxonomies are frozen but not hashable. A race builds one index twice.
+    found = _NAME_INDEXES.get(id(taxonomy))
+    if found is None or found[0] is not taxonomy:
+        if len(_NAME_INDEXES) >= 8:
+            _NAME_INDEXES.clear()
+        found = _NAME_INDEXES[id(taxonomy)] = (taxonomy, NameIndex(taxonomy))
+    return found[1]
+
+
 def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
     """False only when :func:`read_text_format` surely finds no answer in ``raw``: after the
     same markup and thinking-block clean-up, the text holds no code of ``taxonomy``, no
@@ -228,6 +246,8 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
     codes = _code_cue(tuple(taxonomy.codes))
     if any(_code_can_be_read(text, m.start()) for m in codes.finditer(text)):
         return True
+    if may_name_a_mode(text, _name_index(taxonomy)):
+        return True  # a mode named without its code (see mast.judge.reply.textnames)
     if "B" in text and any(
         not m.start() or _B_BEFORE.match(text, m.start() - 1) for m in _B_CUE.finditer(text)
     ):

@@ -141,6 +141,10 @@ class NameIndex:
         """A known name starting exactly at ``pos``."""
         return self._regex.match(text, pos)
 
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first known name anywhere in ``text``."""
+        return self._regex.search(text)
+
     def codes_for(self, name: str) -> set[str]:
         """Codes a name belongs to (empty when unknown)."""
         return self._codes.get(_squash(name), set())
