@@ -311,3 +311,4 @@ def test_repeated_runs_show_self_consistency_and_grounded_share() -> None:
     assert "no agreement report" not in page and "not compared" not in page
     assert "heuristic#1" in page and "beside the agreement with people" in page
     assert "Positive answers with grounded evidence, per mode" in page
+    assert "samples fuzzy" not in page and ">off-agent<" in page  # one run: plain headers

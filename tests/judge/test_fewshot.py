@@ -87,7 +87,10 @@ def test_gold_answer_round_trips_through_the_parser(example: FewShotExample) -> 
     assert verdict.task_completed is example.task_completed
     for code, refs in example.evidence.items():
         assert [e.step_id for e in verdict.findings[code].evidence] == refs
-        assert verdict.findings[code].grounded is True
+        # every cited step exists; the examples cite steps without quotes, which the
+        # evidence policy counts as citations, not as evidence (grounded None)
+        assert all(e.grounded is None for e in verdict.findings[code].evidence)
+        assert not verdict.findings[code].dropped
 
 
 # ---------------------------------------------------------------- selection

@@ -58,7 +58,8 @@ def test_unknown_step_and_invented_quote_are_flagged(trace: Trace) -> None:
         }
     )
     grounded = ground(verdict, trace)
-    bad = grounded.findings["1.3"].evidence
+    # the citation of a step that does not exist is dropped (with a note)
+    bad = [*grounded.findings["1.3"].dropped, *grounded.findings["1.3"].evidence]
     assert [e.grounded for e in bad] == [False, False]
     assert bad[0].problem is not None and "no step 's99'" in bad[0].problem
     assert bad[1].problem is not None and "quote not found in s3" in bad[1].problem
@@ -111,9 +112,12 @@ def test_step_id_forms_and_ranges(trace: Trace) -> None:
             ]
         }
     )
-    evidence = ground(verdict, trace).findings["1.5"].evidence
-    assert [e.step_id for e in evidence] == ["s3", "s5", "s4-s6", "s3-s5", "s9-s12"]
-    assert [e.grounded for e in evidence] == [True, True, True, False, False]
+    finding = ground(verdict, trace).findings["1.5"]
+    assert [e.step_id for e in finding.evidence] == ["s3", "s5", "s4-s6", "s3-s5"]
+    # a plain citation (no quote) is neither grounded nor failed
+    assert [e.grounded for e in finding.evidence] == [True, None, True, False]
+    # a range reaching past the last step names no step of the trace: dropped
+    assert [e.step_id for e in finding.dropped] == ["s9-s12"]
 
 
 def test_no_evidence_means_grounding_unknown(trace: Trace) -> None:
@@ -142,9 +146,11 @@ def test_grounding_a_parsed_text_answer(trace: Trace) -> None:
         "2.5 Ignored Other Agent's Input: yes - see s4 and s40\n"
     )
     grounded = ground(parse_response(text), trace)
-    assert grounded.findings["1.5"].grounded is True
-    assert [e.grounded for e in grounded.findings["2.5"].evidence] == [True, False]
-    assert grounded.findings["2.5"].grounded is True
+    # the text format cites steps but quotes nothing: a citation is not evidence
+    assert grounded.findings["1.5"].grounded is False
+    assert [e.grounded for e in grounded.findings["2.5"].evidence] == [None]
+    assert [e.step_id for e in grounded.findings["2.5"].dropped] == ["s40"]
+    assert grounded.ungrounded == ["1.5", "2.5"]
 
 
 # ---------------------------------------------------------------- quotes that prove nothing
@@ -153,7 +159,7 @@ def test_grounding_a_parsed_text_answer(trace: Trace) -> None:
 @pytest.mark.parametrize(
     ("quote", "grounded"),
     [
-        ("", True),  # no quote: a plain step citation
+        ("", None),  # no quote: a plain step citation, nothing to check
         ("...", False),
         ("the", False),
         ("Continue.", False),  # one word, under 15 characters: occurs in many steps
@@ -163,7 +169,7 @@ def test_grounding_a_parsed_text_answer(trace: Trace) -> None:
         ("Continue … query", False),  # fragments too short to mean anything
     ],
 )
-def test_quotes_must_be_long_enough(trace: Trace, quote: str, grounded: bool) -> None:
+def test_quotes_must_be_long_enough(trace: Trace, quote: str, grounded: bool | None) -> None:
     verdict = _verdict({"1.5": [Evidence(step_id="s3", quote=quote)]})
     item = ground(verdict, trace).findings["1.5"].evidence[0]
     assert item.grounded is grounded, item.problem
@@ -214,7 +220,7 @@ def test_policy_flag_keeps_answers_and_marks_them(trace: Trace) -> None:
     flagged = ground(_policy_verdict(), trace)  # the default
     assert flagged.vector.to_dict() == {"1.3": True, "1.5": True, "2.5": True}
     assert "grounding: 1.3 is judged present but cites no evidence" in flagged.problems
-    assert any(p.startswith("grounding: 2.5 is judged present but none") for p in flagged.problems)
+    assert "grounding: 2.5 is judged present but cites no step of the trace" in flagged.problems
 
 
 def test_policy_unknown_turns_ungrounded_positives_into_none(trace: Trace) -> None:

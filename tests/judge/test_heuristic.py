@@ -51,7 +51,7 @@ def _result(text: str) -> Step:
     return Step.make(0, text, kind=StepKind.TOOL_RESULT, role="tool")
 
 
-def _check_common(trace: Trace) -> mast.judge.verdict.Verdict:
+def _check_common(trace: Trace, unquoted: tuple[str, ...] = ()) -> mast.judge.verdict.Verdict:
     verdict = heuristic_verdict(trace)
     assert verdict.format == "rules"
     for code in CODES:
@@ -62,8 +62,10 @@ def _check_common(trace: Trace) -> mast.judge.verdict.Verdict:
         assert finding.rationale and finding.rationale.startswith("Rule: ")
         if finding.present:
             assert finding.evidence, code
-            assert all(e.grounded for e in finding.evidence), finding.evidence
-            assert finding.grounded is True
+            # quotes hold; a step cited without a quote is a citation (grounded None)
+            assert all(e.grounded is not False for e in finding.evidence), finding.evidence
+            # a positive read from metadata has no text to quote: ungrounded, and flagged
+            assert finding.grounded is (code not in unquoted)
     # the raw answer is a JSON verdict that parses back to the same vector
     assert parse_response(verdict.raw).vector == verdict.vector
     return verdict
@@ -151,7 +153,9 @@ def test_termination_unknown_without_an_ending_marker() -> None:
 
 def test_termination_from_metadata() -> None:
     trace = _trace(("proxy", PROMPT), ("solver", "hmm"), termination_reason="max_turns reached")
-    assert _check_common(trace).vector["1.5"] is True
+    verdict = _check_common(trace, unquoted=("1.5",))
+    assert verdict.vector["1.5"] is True
+    assert any("1.5 is judged present but quotes nothing" in p for p in verdict.problems)
 
 
 # ---------------------------------------------------------------- 2.1 Conversation Reset

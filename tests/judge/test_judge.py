@@ -273,7 +273,9 @@ def test_ungrounded_evidence_is_flagged_or_dropped(fake_llm: FakeLLMServer, trac
     fake_llm.default = Reply.text(json.dumps(answer))
     flagged = openai_judge(fake_llm).annotate(trace)
     assert flagged.vector["1.3"] is True
-    assert [e.grounded for e in flagged.findings["1.3"].evidence] == [False, False]
+    # s99 names no step: dropped with a note, whatever drop_ungrounded says
+    assert [e.grounded for e in flagged.findings["1.3"].evidence] == [False]
+    assert [e.step_id for e in flagged.findings["1.3"].dropped] == ["s99"]
     assert flagged.ungrounded == ["1.3"]
     assert any("grounding" in p for p in flagged.problems)
     dropped = openai_judge(fake_llm, drop_ungrounded=True).annotate(trace)

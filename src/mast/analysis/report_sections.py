@@ -173,7 +173,12 @@ def _summary(runs: Mapping[str, Sequence[Annotation]], traces: Sequence[Trace]) 
     grounding = _grounding_table(runs)
     if grounding is not None:
         section.tables.append(
-            ("Positive answers with grounded evidence, per mode (grounded / positives)", grounding)
+            (
+                "Positive answers with grounded evidence, per mode (grounded / positives; "
+                "fuzzy: ungrounded, quoted near-verbatim; off-agent: grounded on a step of "
+                "another agent than the finding names)",
+                grounding,
+            )
         )
     if reasons:
         section.tables.append(
@@ -229,9 +234,17 @@ def _grounding_table(runs: Mapping[str, Sequence[Annotation]]) -> _Table | None:
         row = [code]
         for share in shares.values():
             s = share.get(code)
-            row.append(f"{s.grounded}/{s.positives} ({_pct(s.share)})" if s else "–")
+            row += (
+                [f"{s.grounded}/{s.positives} ({_pct(s.share)})", str(s.fuzzy), str(s.off_agent)]
+                if s
+                else ["–", "–", "–"]
+            )
         rows.append(row)
-    return _Table(["mode", *runs], rows)
+    # Fuzzy: ungrounded positives that quoted near-verbatim (a paraphrase); off-agent:
+    # grounded positives quoting a step of another agent than the finding names.
+    header = [f"{run} {part}" if len(runs) > 1 else part for run in runs
+              for part in ("grounded", "fuzzy", "off-agent")]  # fmt: skip
+    return _Table(["mode", *header], rows)
 
 
 def _code_order(code: str) -> tuple[int, ...]:

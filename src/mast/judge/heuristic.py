@@ -484,8 +484,10 @@ def _rule_premature(trace: Trace) -> Finding:
         return Finding(code=code, present=None, rationale=f"Rule: {checked}. No steps.")
     end = trace.steps[-1]
     cited = [trace.steps[asked_at]] if asked_at >= 0 else []
-    evidence = [Evidence(step_id=s.id, quote=asked) for s in cited if s is not end]
-    evidence.append(Evidence(step_id=end.id))
+    # The request is quoted (also when it is the last step: a citation alone proves nothing).
+    evidence = [Evidence(step_id=s.id, quote=asked) for s in cited]
+    if not cited or cited[-1] is not end:
+        evidence.append(Evidence(step_id=end.id))
     return Finding(
         code=code,
         present=True,

@@ -69,6 +69,14 @@ class Evidence(BaseModel):
         default=None, description="True/False once checked against the trace; None = unchecked."
     )
     problem: str | None = Field(default=None, description="Why the evidence is not grounded.")
+    fuzzy: bool = Field(
+        default=False,
+        description="The quote is near-verbatim, not exact: reported, not evidence.",
+    )
+    off_agent: bool = Field(
+        default=False,
+        description="The quote is from a step of another agent than the finding names.",
+    )
 
 
 class Finding(BaseModel):
@@ -98,14 +106,17 @@ class Finding(BaseModel):
 
     @property
     def grounded(self) -> bool | None:
-        """True if any cited evidence held, False if evidence was cited and none held or a
-        positive answer cites nothing at all, None otherwise (nothing cited or checked)."""
+        """True if a quote of its evidence was found in a step it cites; False if a quote
+        failed, or if a positive answer has no quote that held (a step citation alone
+        proves nothing); None otherwise (nothing checked)."""
         checked = [e.grounded for e in (*self.evidence, *self.dropped) if e.grounded is not None]
-        if not checked:
-            # A positive answer that cites nothing has nothing to stand on.
-            cites = self.evidence or self.dropped
-            return False if (self.present is True or self.judged is True) and not cites else None
-        return any(checked)
+        if any(checked):
+            return True
+        if any(e.grounded is None and (e.quote or "").strip() for e in self.evidence):
+            return None  # a quote not checked yet (ground() has not run)
+        if self.present is True or self.judged is True:
+            return False  # a positive answer needs a quote that holds
+        return False if checked else None
 
 
 class Verdict(BaseModel):
