@@ -27,7 +27,8 @@ from mast.taxonomy import load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md") if p.parent.name != "reference")
+# The README's examples are held to the same rule as the pages'.
+PAGES = [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if p.parent.name != "reference")]
 FIXTURES = Path(__file__).parent / "fixtures"
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _NOT_RUN = re.compile(r"<!-- not run: ([^>]+) -->\s*$")
