@@ -23,6 +23,7 @@ from _common import (
     python_child,
 )
 from _official import Official
+from _ratelimit import ratelimit
 from _server import ServerProcess
 
 RESPONSES = ROOT / "tests" / "fixtures" / "responses"
@@ -54,6 +55,15 @@ class Config:
     distributed_traces: int = 200
     profile: bool = True
     mode: str = "full"
+    # Rate-limit saturation (bench/_ratelimit.py): (requests and tokens per window, traces,
+    # time scale). The busy setting is scaled less: ×1/20 would ask 50 MAD-size traces a
+    # second of a shared 2-core machine, a CPU test instead of a rate-limit one.
+    rate_settings: tuple[tuple[int, int, int, float], ...] = (
+        (500, 2_000_000, 600, 0.1),
+        (60, 150_000, 90, 0.05),
+    )
+    rate_concurrency: int = 32
+    rate_official: int = 60  # traces the official annotator gets (one at a time); 0: none
 
     @classmethod
     def make(cls, *, mode: str, model: str, work: Path) -> Config:
@@ -72,6 +82,8 @@ class Config:
                 distributed_traces=20,
                 bootstrap=200,
                 baseline_resamples=20,
+                rate_settings=((500, 2_000_000, 200, 0.1), (60, 150_000, 40, 0.05)),
+                rate_official=20,
                 mode=mode,
             )
         # "smoke": every benchmark and row, at toy sizes (the test suite runs this).
@@ -93,6 +105,8 @@ class Config:
             baseline_resamples=5,
             big_traces=0,
             profile=False,
+            rate_settings=((60, 150_000, 4, 0.01),),
+            rate_official=0,
             mode=mode,
         )
 
@@ -861,4 +875,5 @@ ALL = {
     "parser": parser,
     "agreement": agreement,
     "distributed": distributed,
+    "ratelimit": ratelimit,
 }

@@ -72,6 +72,10 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         batch=batch,
         batch_poll_interval=0.05,
         process_pool=not args.no_process_pool,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        rate_window=args.rate_window,
+        on_stop="return",
     )
     if profiler is not None:
         profiler.disable()
@@ -95,6 +99,9 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         "traces": len(run),
         "statuses": dict(statuses),
         "calls": run.summary.calls,
+        "rate_limited": run.summary.rate_limited,
+        "found_rpm": run.summary.found_rpm,
+        "failed": dict(run.summary.failed),
         "batch_items": run.summary.batch_items,
         "cost_usd": run.summary.cost_usd,
         "cost_unknown": run.summary.cost_unknown,
@@ -353,6 +360,9 @@ def main() -> int:
         p.add_argument("--workdir", required=True)
         p.add_argument("--profile", action="store_true")
         p.add_argument("--no-process-pool", action="store_true", help="long traces in a thread")
+        p.add_argument("--rpm", type=float, help="requests per --rate-window")
+        p.add_argument("--tpm", type=float, help="tokens per --rate-window")
+        p.add_argument("--rate-window", type=float, default=60.0, help="seconds")
     m = sub.add_parser("memory")
     m.add_argument("--mode", choices=["load_traces", "json", "json_convert"], required=True)
     m.add_argument("--data", required=True)

@@ -295,12 +295,80 @@ def answer_for(body: dict[str, Any]) -> tuple[str, str]:
     return "official", official_answer(text)
 
 
+# ---------------------------------------------------------------------------- limits
+def request_tokens(body: dict[str, Any]) -> int:
+    """What a request counts against a tokens-per-minute limit, as OpenAI counts it: the
+    prompt's tokens (estimated as it is billed) plus the ``max_tokens`` it asks for."""
+    text, n_messages = prompt_text(body)
+    out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    return tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages + int(out)
+
+
+class WindowLimits:
+    """A provider's requests- and tokens-per-window limits: a sliding window over the last
+    ``window`` seconds of accepted requests; past either limit, the answer is 429 with
+    ``Retry-After`` = when enough of the window has expired. Every decision is logged
+    (``events``: time, accepted, tokens) for the benchmark's accounting."""
+
+    def __init__(
+        self, rpm: int | None, tpm: int | None, window: float, clock: Any = time.monotonic
+    ) -> None:
+        self.rpm, self.tpm, self.window, self.clock = rpm, tpm, window, clock
+        self.log: list[tuple[float, int]] = []  # accepted (time, tokens), oldest first
+        self.events: list[tuple[float, bool, int]] = []
+        self._lock = threading.Lock()
+
+    def admit(self, cost: int) -> float | None:
+        """None if the request is accepted (and counted), else the seconds to wait."""
+        with self._lock:
+            now = self.clock()
+            while self.log and self.log[0][0] <= now - self.window:
+                self.log.pop(0)
+            used = sum(t for _, t in self.log)
+            waits: list[float] = []
+            if self.rpm is not None and len(self.log) + 1 > self.rpm:
+                waits.append(self.log[len(self.log) - self.rpm][0] + self.window - now)
+            if self.tpm is not None and used + cost > self.tpm:
+                freed = 0
+                for at, amount in self.log:
+                    freed += amount
+                    if used - freed + cost <= self.tpm:
+                        waits.append(at + self.window - now)
+                        break
+                else:
+                    waits.append(self.window)
+            if waits:
+                self.events.append((now, False, cost))
+                return max(0.001, max(waits))
+            self.log.append((now, cost))
+            self.events.append((now, True, cost))
+            return None
+
+
+def lognormal(median: float, p95: float, rng: random.Random) -> float:
+    """A latency from the log-normal distribution with this median and 95th percentile."""
+    sigma = math.log(p95 / median) / 1.6448536269514722 if p95 > median else 0.0
+    return float(median * math.exp(sigma * rng.gauss(0.0, 1.0)))
+
+
 # ---------------------------------------------------------------------------- server
 class Billing:
     """Turns requests into replies with usage, and logs every bill."""
 
-    def __init__(self, latency: float, usage_log: Path | None) -> None:
+    def __init__(
+        self,
+        latency: float,
+        usage_log: Path | None,
+        *,
+        limits: WindowLimits | None = None,
+        p95: float | None = None,
+        events_log: Path | None = None,
+    ) -> None:
         self.latency = latency
+        self.p95 = p95  # with it, latency is the median of a log-normal draw
+        self.limits = limits
+        self.events_log = events_log
+        self._rng = random.Random(0)
         self.cache = PrefixCache()
         self._log = usage_log.open("a", encoding="utf-8") if usage_log else None
         self._lock = threading.Lock()
@@ -309,12 +377,19 @@ class Billing:
         from fake_llm_server import Reply  # imported after the path insert in main()
 
         body = request.body or {}
+        batch = request.custom_id is not None
+        if self.limits is not None and not batch:
+            wait = self.limits.admit(request_tokens(body))
+            if wait is not None:
+                return Reply.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
         side, answer = answer_for(body)
         text, n_messages = prompt_text(body)
         input_tokens = tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages
-        batch = request.custom_id is not None
         # Batch items are answered back to back; live requests finish after the latency.
         latency = 0.0 if batch else self.latency
+        if self.p95 is not None and not batch:
+            with self._lock:
+                latency = lognormal(self.latency, self.p95, self._rng)
         cached = self.cache.lookup_and_store(text, time.monotonic() + latency)
         output_tokens = tokens(len(answer))
         usage = {"input": input_tokens, "cached": cached, "output": output_tokens}
@@ -331,11 +406,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port-file", required=True, type=Path)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--usage-log", type=Path)
+    parser.add_argument("--p95", type=float, help="log-normal latency: --latency is the median")
+    parser.add_argument("--rpm", type=int, help="requests per --window (429 past it)")
+    parser.add_argument("--tpm", type=int, help="tokens per --window (429 past it)")
+    parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--events-log", type=Path, help="every rate-limit decision, at exit")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tests"))
     from fake_llm_server import FakeLLMServer
 
-    billing = Billing(args.latency, args.usage_log)
+    limits = (
+        WindowLimits(args.rpm, args.tpm, args.window)
+        if args.rpm is not None or args.tpm is not None
+        else None
+    )
+    billing = Billing(
+        args.latency, args.usage_log, limits=limits, p95=args.p95, events_log=args.events_log
+    )
     server = FakeLLMServer()
     server.responder = billing.reply
     server.batch_polls = 0
@@ -360,16 +447,38 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     server.stop()
+    if limits is not None and args.events_log is not None:
+        lines = [json.dumps({"t": t, "ok": ok, "tokens": n}) for t, ok, n in limits.events]
+        args.events_log.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return 0
 
 
 class ServerProcess:
     """Start the server in a child process; ``with ServerProcess(latency=0.5) as s: s.url``."""
 
-    def __init__(self, *, latency: float = 0.0, workdir: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        workdir: Path | None = None,
+        p95: float | None = None,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        window: float = 60.0,
+    ) -> None:
         self.latency = latency
+        self.extra: list[str] = []
+        if p95 is not None:
+            self.extra += ["--p95", str(p95)]
+        if rpm is not None:
+            self.extra += ["--rpm", str(rpm)]
+        if tpm is not None:
+            self.extra += ["--tpm", str(tpm)]
+        self.extra += ["--window", str(window)]
         self._dir = Path(tempfile.mkdtemp(prefix="mast-bench-server-", dir=workdir))
         self.usage_log = self._dir / "usage.jsonl"
+        self.events_log = self._dir / "events.jsonl"
+        self.events: list[dict[str, Any]] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self.url = ""
 
@@ -377,6 +486,7 @@ class ServerProcess:
         port_file = self._dir / "url"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--port-file", str(port_file)]
         cmd += ["--latency", str(self.latency), "--usage-log", str(self.usage_log)]
+        cmd += [*self.extra, "--events-log", str(self.events_log)]
         self._proc = subprocess.Popen(cmd)
         deadline = time.monotonic() + 30
         while not port_file.exists():
@@ -405,6 +515,9 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+        if self.events_log.exists():  # kept for the caller after the folder goes
+            lines = self.events_log.read_text(encoding="utf-8").splitlines()
+            self.events = [json.loads(line) for line in lines if line.strip()]
         for path in self._dir.iterdir():
             path.unlink()
         self._dir.rmdir()

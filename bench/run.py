@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "python bench/run.py" + ("" if mode == "full" else f" --{mode}")
     command += " --no-official" if args.no_official else ""
+    command += f" --only {args.only}" if args.only else ""
+    command += f" --out {args.out}" if args.out else ""
     meta = {
         "command": command,
         "mode": mode,

@@ -58,3 +58,54 @@ def test_without_a_schema_the_old_shape_stays() -> None:
     assert "decisive_error" not in answer
     assert all(set(m) == {"evidence", "rationale", "present", "confidence"}
                for m in answer["modes"].values())  # fmt: skip
+
+
+# ------------------------------------------------------------------ rate limits (issue 37)
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_rate_limited_server_counts_requests_per_window() -> None:
+    clock = _Clock()
+    limits = _server.WindowLimits(rpm=3, tpm=None, window=10.0, clock=clock)
+    assert [limits.admit(1) for _ in range(3)] == [None, None, None]
+    wait = limits.admit(1)  # the fourth in the window: 429, retry when the first expires
+    assert wait == pytest.approx(10.0)
+    clock.now += 4.0
+    assert limits.admit(1) == pytest.approx(6.0)
+    clock.now += 6.0  # the first three leave the window
+    assert limits.admit(1) is None
+    accepted = [ok for _, ok, _ in limits.events]
+    assert accepted.count(True) == 4 and accepted.count(False) == 2
+
+
+def test_the_rate_limited_server_counts_tokens_per_window() -> None:
+    clock = _Clock()
+    limits = _server.WindowLimits(rpm=None, tpm=1000, window=60.0, clock=clock)
+    assert limits.admit(600) is None
+    clock.now += 10.0
+    assert limits.admit(300) is None
+    clock.now += 10.0
+    # 900 used: 200 more does not fit until the first 600 leave (40 s from now).
+    assert limits.admit(200) == pytest.approx(40.0)
+    assert limits.admit(100) is None  # 100 still fits
+    assert sum(n for _, ok, n in limits.events if ok) == 1000
+
+
+def test_request_tokens_count_the_prompt_and_max_tokens() -> None:
+    body = {"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 500}
+    text, n = _server.prompt_text(body)
+    assert _server.request_tokens(body) == _server.tokens(len(text)) + 4 * n + 500
+
+
+def test_lognormal_latency_has_the_median_and_p95_asked_for() -> None:
+    import random
+
+    rng = random.Random(1)
+    draws = sorted(_server.lognormal(4.0, 15.0, rng) for _ in range(20_000))
+    assert draws[10_000] == pytest.approx(4.0, rel=0.05)
+    assert draws[19_000] == pytest.approx(15.0, rel=0.08)

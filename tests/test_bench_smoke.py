@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = {"throughput", "overhead", "memory", "cost", "parser", "agreement", "distributed"}
+BENCHMARKS = {
+    "throughput", "overhead", "memory", "cost", "parser", "agreement", "distributed", "ratelimit"
+}  # fmt: skip
 
 
 @pytest.mark.slow

@@ -298,7 +298,15 @@ class _Runner(BatchRounds):
             break
         usage = completion.usage
         if grant is not None:
-            grant.settle(usage.total_tokens, cost=cost)
+            # What the provider counts against a tokens-per-minute limit: the prompt plus
+            # the max_tokens asked for (OpenAI counts max_tokens when the request arrives,
+            # not the shorter answer); counting only the answer would overshoot the limit.
+            counted = (
+                None
+                if usage.input_tokens is None
+                else usage.input_tokens + max(self.judge.output_reserve, usage.output_tokens or 0)
+            )
+            grant.settle(counted, cost=cost)
         if usage.input_tokens:
             observed = prompt.text_length / usage.input_tokens
             if observed >= 1.5:  # refine the token estimate, only ever more conservative
