@@ -24,16 +24,24 @@ T = TypeVar("T")
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to completion from sync code, also inside a running loop (Jupyter)."""
 
-    async def runner() -> T:
-        return await factory()
+    box: list[T] = []
+
+    async def runner() -> None:
+        # The result stays out of the task: on the main thread asyncio.run's SIGINT handler
+        # holds the task, and Python 3.11's signal.getsignal formats that handler's repr,
+        # the task's result included — the repr of every annotation of a 10^4-trace run
+        # (seconds, and a string of hundreds of megabytes, twice per run).
+        box.append(await factory())
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(runner())
+        asyncio.run(runner())
+        return box[0]
     # A loop is already running in this thread (a notebook): use a private one elsewhere.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, runner()).result()
+        pool.submit(asyncio.run, runner()).result()
+    return box[0]
 
 
 def judge_taxonomy(
