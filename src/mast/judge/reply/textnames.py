@@ -119,8 +119,10 @@ def code_the_names(text: str, taxonomy: Taxonomy, names: NameIndex) -> tuple[str
 # A line that opens with letters, then a separator and an answer word: maybe a misspelt name.
 _NAMED_ANSWER = re.compile(
     r"^[ \t>|#*\-+\u2022\d.)\[\]xX]*[A-Za-z][A-Za-z'\u2019\- /&]{6,80}?[ \t]*[\"')\]]?[ \t]*"
-    r"(?:[:=|?\-\u2013\u2014(\[])[ \t*\"'(\[]*(?:yes|no|true|false|present|absent|detected"
-    r"|not\b|\u2705|\u274c|x\b)",
+    r"(?:[:=|?\-\u2013\u2014(\[])[ \t*\"'(\[|]*(?:yes|no|true|false|present|absent|detected"
+    r"|not\b|x\b|[\u2705\u274c\u2713\u2714\u2716\u2717\u2718\u2610\u2611\u2612]"
+    r"|ja\b|nein|oui|non\b|s[i\u00ed]\b|sim\b|n[a\u00e3]o\b|nee\b|[\uac00-\ud7a3]"
+    r"|[\u4e00-\u9fff]|[\u3040-\u30ff])",
     re.MULTILINE | re.IGNORECASE,
 )
 
@@ -128,4 +130,21 @@ _NAMED_ANSWER = re.compile(
 def may_name_a_mode(text: str, names: NameIndex) -> bool:
     """False only when no line of ``text`` could open with a mode name and a separator
     (a cheap test for the echo search, which reads every block of a trace)."""
-    return names.search(text) is not None or _NAMED_ANSWER.search(text) is not None
+    if _NAMED_ANSWER.search(text) is not None:
+        return True
+    # A known name counts only where code_the_names would read it: opening its line.
+    pos = 0
+    for _ in range(_MAX_NAME_HITS):
+        hit = names.search(text[pos:]) if pos else names.search(text)
+        if hit is None:
+            return False
+        start = pos + hit.start()
+        line_start = text.rfind("\n", 0, start) + 1
+        lead = _LEAD.match(text, line_start)
+        if lead is not None and lead.end() >= start:
+            return True
+        pos = pos + hit.end()
+    return True  # many mentions: let the full reading decide
+
+
+_MAX_NAME_HITS = 50
