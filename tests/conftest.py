@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,20 @@ def _own_response_cache(
     the default location set or delete MAST_CACHE_DIR themselves."""
     name = "".join(c if c.isalnum() else "_" for c in request.node.nodeid)[-120:]
     monkeypatch.setenv("MAST_CACHE_DIR", str(_cache_root / name))
+
+
+# Loggers whose level a library may change on import or setup: inspect_ai's logging setup
+# sets the root logger and httpx/httpx2 to its own levels, which hid the request lines the
+# log-scrubbing tests read for every test after it.
+_WATCHED_LOGGERS = ("", "httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic", "mast")
+
+
+@pytest.fixture(autouse=True)
+def _logger_levels_restored() -> Iterator[None]:
+    levels = {name: logging.getLogger(name).level for name in _WATCHED_LOGGERS}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 @pytest.fixture
