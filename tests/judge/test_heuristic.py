@@ -271,7 +271,8 @@ def test_long_trace_is_fast() -> None:
         )
     start = time.perf_counter()
     heuristic_verdict(_trace(*messages))
-    assert time.perf_counter() - start < 10
+    # a hang guard (quadratic blow-up takes minutes), not a performance claim
+    assert time.perf_counter() - start < 30
 
 
 def _ag2(fixtures: Path, n: int) -> Trace:
