@@ -143,7 +143,9 @@ def _member(archive: zipfile.ZipFile, path: Path, name: str) -> bytes:
         return archive.read(name)
     try:
         return archive.read(name)
-    except NotImplementedError:
+    except (NotImplementedError, ImportError):
+        # NotImplementedError: Python's zipfile before 3.14. ImportError: inspect_ai, once
+        # imported, patches zipfile's decompressors and asks for zstandard itself.
         pass
     try:
         import zstandard
