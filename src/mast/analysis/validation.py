@@ -32,8 +32,8 @@ from mast.agree.blocks import Resample, block_clusters, check_resample, duplicat
 from mast.agree.resample import binary_metrics
 from mast.agree.stats import UndefinedMetricWarning
 from mast.agree.table import LabelSet, human_annotators, labels_of, majority_vote, to_table
+from mast.analysis.judge_run import judge_traces, results_file
 from mast.analysis.validation_report import ValidationReport
-from mast.bulk.runner import annotate_many
 from mast.errors import DatasetUnavailableError, StatsInputError
 from mast.judge.judge import Judge
 from mast.taxonomy import Taxonomy
@@ -195,18 +195,15 @@ def validate(
             f"{name}: validation needs traces labelled by two or more people; found "
             f"{len(labelled)} labelled trace(s), annotators {humans or 'none'}"
         )
-    results = Path(out) / "results.jsonl" if out is not None else None
-    if results is not None:
-        results.parent.mkdir(parents=True, exist_ok=True)
-    run = annotate_many(
+    results = results_file(out)
+    run = judge_traces(
         labelled,
         judge,
-        out=results,
+        results=results,
         budget_usd=budget_usd,
         concurrency=concurrency,
         cache=cache,
         progress=progress,
-        on_stop="return",
     )
     tax = judge.taxonomy
     ids = [t.id for t in labelled]

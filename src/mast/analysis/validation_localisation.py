@@ -33,7 +33,7 @@ from mast.agree import agreement
 from mast.agree.attribution import AttributionReport, attribution_accuracy, attribution_labels
 from mast.agree.render import json_safe
 from mast.agree.trail import TrailReport, trail_labels, trail_predictions, trail_scores
-from mast.bulk.runner import annotate_many
+from mast.analysis.judge_run import judge_traces, results_file
 from mast.errors import StatsInputError
 from mast.judge.annotation import Annotation
 from mast.judge.attribution import DecisiveError, normalize_agent
@@ -312,18 +312,15 @@ def validate_localisation(
         name = f"{len(traces)} given traces"
     else:
         traces, kind, name = load_localisation(dataset)
-    results = Path(out) / "results.jsonl" if out is not None else None
-    if results is not None:
-        results.parent.mkdir(parents=True, exist_ok=True)
-    run = annotate_many(
+    results = results_file(out)
+    run = judge_traces(
         traces,
         judge,
-        out=results,
+        results=results,
         budget_usd=budget_usd,
         concurrency=concurrency,
         cache=cache,
         progress=progress,
-        on_stop="return",
     )
     annotations = list(run)
     tax = judge.taxonomy
