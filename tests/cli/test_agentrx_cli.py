@@ -156,6 +156,31 @@ def test_validate_on_agentrx_never_shows_agentrx_excerpts(
     assert not any("CONTAMINATION" in n for n in notes)
 
 
+def test_validate_fewshot_exclude_adds_to_the_agentrx_exclusion(
+    tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    import mast
+    from mast.analysis.validation_localisation import agentrx_excerpts
+    from mast.cli.validate import fewshot_exclude
+
+    assert fewshot_exclude(["ag2"], on_agentrx=False) == ["ag2"]
+    assert fewshot_exclude([], on_agentrx=True) == ["agentrx"]
+    default = mast.Judge("openai/gpt-4o-mini", api_key=KEY)
+    whoandwhen = [ex.id for ex in default.examples if getattr(ex, "dataset", None) == "whoandwhen"]
+    agentrx = agentrx_excerpts(default)
+    assert whoandwhen and agentrx  # the default choice shows both …
+    fake_llm.default = Reply.text(verdict_json(load_taxonomy().codes, ("2.5",)))
+    argv = ["validate", "--model", "openai/gpt-4o-mini", "--dataset", str(TAU)]
+    argv += ["--out", str(tmp_path / "v"), "--base-url", fake_llm.openai_base_url]
+    argv += ["--bootstrap", "0", "-q", "--fewshot", "3", "--fewshot-exclude", "whoandwhen"]
+    assert main(argv) == 0
+    bodies = [json.dumps(r.body) for r in fake_llm.requests if r.is_completion]
+    assert bodies and all("EXCERPT" in b for b in bodies)  # examples are still shown …
+    # … but none of Who&When (asked for) nor of AgentRx (always, on AgentRx runs)
+    for body in bodies:
+        assert not any(name in body for name in [*whoandwhen, *agentrx])
+
+
 def test_validate_on_a_trail_download_scores_trails_measures(
     tmp_path: Path, fake_llm: FakeLLMServer
 ) -> None:

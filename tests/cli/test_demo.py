@@ -114,6 +114,32 @@ def test_demo_with_an_llm_judge(fake_llm: FakeLLMServer) -> None:
     assert "Cost: $" in text and "sk-demo" not in text
 
 
+def test_demo_fewshot_exclude_reaches_the_judge(fake_llm: FakeLLMServer) -> None:
+    answer = {
+        "summary": "s",
+        "modes": {
+            c: {"evidence": [], "rationale": "", "present": False, "confidence": 0.5} for c in CODES
+        },
+        "task_completed": True,
+    }
+    fake_llm.default = Reply.text(json.dumps(answer))
+    kept = ("ag2", "mad-full", "agentrx")
+    run_demo(
+        "openai/gpt-4.1",
+        out=io.StringIO(),
+        base_url=fake_llm.openai_base_url,
+        api_key="sk-demo",
+        fewshot_exclude=["whoandwhen"],
+    )
+    bodies = [json.dumps(r.body) for r in fake_llm.requests if r.is_completion]
+    assert bodies and all("EXCERPT" in b for b in bodies)
+    assert not any("ww-" in b for b in bodies)
+    parser = argparse.ArgumentParser(prog="mast")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["demo", "--fewshot-exclude", *kept])
+    assert args.fewshot_exclude == list(kept)
+
+
 def test_demo_subcommand_registration(capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser(prog="mast")
     register(parser.add_subparsers(dest="command", required=True))

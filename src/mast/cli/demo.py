@@ -185,10 +185,14 @@ def run_demo(
     out: TextIO | None = None,
     traces: Sequence[Trace] | None = None,
     fewshot: int | None = None,
+    fewshot_exclude: Sequence[str] = (),
     base_url: str | None = None,
     api_key: str | None = None,
 ) -> DemoReport:
     """Annotate the bundled examples (or ``traces``) with ``model`` and print the comparison.
+
+    ``fewshot`` and ``fewshot_exclude`` are passed to :class:`~mast.judge.judge.Judge` (the
+    number of worked excerpts; datasets whose bundled excerpts are never shown).
 
     Raises :class:`~mast.errors.AuthError` when an LLM model is named and no key is set.
     """
@@ -196,7 +200,13 @@ def run_demo(
     notes: list[str] = []
     from mast.judge.judge import Judge
 
-    judge = Judge(model, fewshot=fewshot, base_url=base_url, api_key=api_key)
+    judge = Judge(
+        model,
+        fewshot=fewshot,
+        fewshot_exclude=fewshot_exclude,
+        base_url=base_url,
+        api_key=api_key,
+    )
     items = list(traces) if traces is not None else _load_examples(notes)
     annotations = [judge.annotate(t) for t in items]
     codes = judge.taxonomy.codes
@@ -296,7 +306,13 @@ def _agreement_table(
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    report = run_demo(args.model, fewshot=args.fewshot, base_url=args.base_url, out=sys.stdout)
+    report = run_demo(
+        args.model,
+        fewshot=args.fewshot,
+        fewshot_exclude=args.fewshot_exclude,
+        base_url=args.base_url,
+        out=sys.stdout,
+    )
     failed = [a for a in report.annotations if a.status == "error"]
     return 1 if failed and len(failed) == len(report.annotations) else 0
 
@@ -317,6 +333,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         default=None,
         help="worked excerpts for LLM judges (default: every mode covered; 0 = none)",
+    )
+    p.add_argument(
+        "--fewshot-exclude",
+        nargs="+",
+        default=[],
+        metavar="DATASET",
+        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
+        "agentrx), as run_demo(fewshot_exclude=...)",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL")
     p.set_defaults(handler=_cmd_demo)

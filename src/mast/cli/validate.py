@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from mast.cli.annotate import _non_negative_float, _positive_int
@@ -66,6 +67,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
     p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
     p.add_argument(
+        "--fewshot-exclude",
+        nargs="+",
+        default=[],
+        metavar="DATASET",
+        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
+        "agentrx), as Judge(fewshot_exclude=...); on AgentRx runs agentrx is always left out",
+    )
+    p.add_argument(
         "--verification",
         choices=("paper", "official"),
         default=None,
@@ -111,8 +120,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         answer=args.answer,
         taxonomy=args.taxonomy,
-        # Validating on AgentRx: never show the judge the bundled excerpts of AgentRx runs.
-        fewshot_exclude=["agentrx"] if on_agentrx else (),
+        fewshot_exclude=fewshot_exclude(args.fewshot_exclude, on_agentrx=on_agentrx),
         verification=args.verification,
     )
     if localisation:
@@ -153,6 +161,16 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
     print(f"report: {args.out / 'report.md'} (and report.json); results: {report.results_path}")
     return 0 if majority.pooled.n_cells else 1
+
+
+def fewshot_exclude(asked: Sequence[str], *, on_agentrx: bool) -> list[str]:
+    """The datasets whose bundled excerpts the judge never shows: those asked for, and
+    ``agentrx`` when validating on AgentRx runs (its excerpts would contaminate the measure).
+
+    >>> fewshot_exclude(["ag2"], on_agentrx=True)
+    ['ag2', 'agentrx']
+    """
+    return sorted({*asked, *(["agentrx"] if on_agentrx else [])})
 
 
 def _is_trail(dataset: str) -> bool:
