@@ -57,6 +57,15 @@ def _corpus(ex: Excerpt, root: Path) -> list[str]:
             for p in sorted((root / "mad" / "frameworks" / "ag2").glob("*.trajectory.txt"))
         ]
         return runs
+    if src.dataset == "agentrx" and src.path.startswith("magentic_one/"):
+        folder = root / "agentrx" / "magentic_one" / "trajectories"
+        return [
+            _run_text(
+                Source(dataset="agentrx", path=f"magentic_one/trajectories/{p.name}", history=(0,)),
+                root,
+            )
+            for p in sorted(folder.glob("*.json"))
+        ]
     if src.dataset == "agentrx":
         data = json.loads((root / "agentrx" / src.path).read_text(encoding="utf-8"))
         return [

@@ -113,6 +113,19 @@ def test_run_messages_reads_the_datasets_layout(tmp_path: Path) -> None:
     assert checked > 70
 
 
+def test_run_messages_reads_agentrx_magentic_one_runs() -> None:
+    # AgentRx's Magentic-One GAIA runs are a JSON list of {content, role}; mast bundles them.
+    from mast.judge.prompt.excerpts import Source
+    from mast.traces.agentrx import bundled_agentrx_path
+
+    root = bundled_agentrx_path().parent
+    path = "magentic_one/trajectories/5d0080cb-90d7-4712-bc33-848150e917d3.json"
+    raw = json.loads((root / "agentrx" / path).read_text(encoding="utf-8"))
+    messages = run_messages(Source(dataset="agentrx", path=path, history=(0,)), root)
+    assert messages == [m["content"] for m in raw] and len(messages) > 30
+    assert Source(dataset="agentrx", path=path, history=(0,)).system == "Magentic-One"
+
+
 def test_no_entry_has_a_wrong_review() -> None:
     wrong = [ex.id for ex in POOL if ex.review is not None and ex.review.verdict == "wrong"]
     assert wrong == [], f"entries a second reader found wrong ship: {wrong}"

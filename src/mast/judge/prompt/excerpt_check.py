@@ -53,7 +53,8 @@ def run_messages(source: Source, root: str | Path) -> list[str]:
 
     Who&When: ``history[i].content``; AG2: ``trajectory[i].content`` (a list of lines, joined
     with newlines); AgentRx τ-bench (``tau_retail/runs.json``, ``run`` = ``task_id``):
-    ``traj[i].content``, then one ``name(arguments)`` line per tool call; MAST-Data full records
+    ``traj[i].content``, then one ``name(arguments)`` line per tool call; AgentRx Magentic-One
+    (``magentic_one/trajectories/<id>.json``): ``[i].content``; MAST-Data full records
     (``run`` = ``trace_id``): the steps mast's own loader makes of the record's trajectory.
     """
     file = Path(root) / FOLDERS[source.dataset] / source.path
@@ -69,6 +70,9 @@ def run_messages(source: Source, root: str | Path) -> list[str]:
         return [_text(m.get("content")) for m in data["history"]]
     if source.dataset == "ag2":
         return [_text(m.get("content")) for m in data["trajectory"]]
+    if source.path.startswith("magentic_one/"):
+        # AgentRx's Magentic-One GAIA runs: a list of {content, role}, as Who&When's history.
+        return [_text(m.get("content")) for m in data]
     runs = [r for r in data if r.get("task_id") == source.run]
     if len(runs) != 1:
         raise ValueError(f"{file}: {len(runs)} runs have task_id {source.run}")
