@@ -115,3 +115,112 @@ def test_discord_pattern_matches_as_before(text: str) -> None:
     assert [m.span() for m in discord.regex.finditer(text)] == [
         m.span() for m in PLAIN_DISCORD.finditer(text)
     ]
+
+
+# --------------------------------------------------------------- case folding (issue 37)
+CASE_PIECES = [
+    "Step Repetition", "STEP REPETITION", "step repetition", "Information Withholding",
+    "Ignored Other Agent's Input", "No or Incomplete Verification", "other modes", "Others",
+    "\u212a", "\u017f", "\u0131", "\u0130", "\u00c9", "\u00df", "\u00a0", "\u2014", "\u2013",
+    "\U0001f6e0", "\u2501", "\u0663", ": ", " - ", "no", "none", "\n", " ", "\t", "=", "s",
+]  # fmt: skip
+case_texts = st.lists(st.sampled_from(CASE_PIECES) | st.text(max_size=3), max_size=16).map("".join)
+
+
+def test_every_non_ascii_character_a_caseless_pattern_matches_to_ascii_is_folded() -> None:
+    from mast.judge.reply.textslot import CASELESS_ASCII
+
+    # Where lower() or upper() gives ASCII (the only way re.IGNORECASE pairs a non-ASCII
+    # character with an ASCII letter), plus the pairs lower() leaves out (dotless and
+    # dotted i: "İ".lower() is two characters; long s).
+    candidates = {
+        chr(cp)
+        for cp in range(128, 0x110000)
+        if chr(cp).lower().isascii() or chr(cp).upper().isascii()
+    } | {"\u0130", "\u0131", "\u017f"}
+    paired = {
+        ch
+        for ch in candidates
+        for c in "abcdefghijklmnopqrstuvwxyz0123456789"
+        if re.fullmatch(re.escape(c), ch, re.IGNORECASE)
+    }
+    assert paired == set(CASELESS_ASCII)
+
+
+@settings(max_examples=400, deadline=None)
+@given(case_texts)
+def test_mode_names_are_found_in_folded_text_where_the_caseless_search_finds_them(
+    text: str,
+) -> None:
+    from mast.judge.reply.textformat import _name_index
+    from mast.judge.reply.textslot import fold_case
+    from mast.taxonomy import load_taxonomy
+
+    names = _name_index(load_taxonomy())
+    folded = fold_case(text)
+    if folded is None:
+        return
+    assert len(folded) == len(text)
+    want = [m.span() for m in names._regex.finditer(text)]
+    assert [m.span() for m in names._lowered.finditer(folded)] == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(case_texts)
+def test_may_set_defaults_on_folded_text_never_misses(text: str) -> None:
+    from mast.judge.reply import textlayout
+    from mast.judge.reply.textslot import fold_case
+
+    folded = fold_case(text)
+    if folded is not None and textlayout._DEFAULT_CUES.search(text):
+        assert textlayout.may_set_defaults(folded, lowered=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_texts)
+def test_may_name_a_mode_is_what_the_slice_search_gave(text: str) -> None:
+    from mast.judge.reply import textnames
+    from mast.judge.reply.textformat import _name_index
+    from mast.taxonomy import load_taxonomy
+
+    names = _name_index(load_taxonomy())
+
+    def plain(text: str) -> bool:
+        if textnames._NAMED_ANSWER.search(text) is not None:
+            return True
+        pos = 0
+        for _ in range(textnames._MAX_NAME_HITS):
+            hit = names._regex.search(text[pos:])
+            if hit is None:
+                return False
+            start = pos + hit.start()
+            lead = textnames._LEAD.match(text, text.rfind("\n", 0, start) + 1)
+            if lead is not None and lead.end() >= start:
+                return True
+            pos += hit.end()
+        return True
+
+    for line_start in ("", "\n", "- "):
+        assert textnames.may_name_a_mode(line_start + text, names) == plain(line_start + text)
+
+
+def test_leak_probes_follow_an_example_changed_in_place() -> None:
+    from mast.judge.prompt.fewshot import FewShotExample
+    from mast.judge.prompt.leak import leaked
+
+    line = "the coder copies the list wrong and nobody checks the copy at all"
+    other = "a second line of this run, long enough to be used as a probe too"
+    example = FewShotExample.model_validate(
+        {
+            "id": "ex", "source": "run-a", "attribution": "written for this test",
+            "rationale": "[s1] shows it.", "labels": {"1.1": True},
+            "steps": [{"id": "s1", "content": line}, {"id": "s2", "content": other}],
+        }
+    )  # fmt: skip
+    trace = Trace(id="t", steps=[Step.make(0, line), Step.make(1, other)])
+    assert leaked([example], trace) == ["ex"]
+    example.steps = [
+        Step.make(0, "replaced by text the trace does not hold, long enough to probe"),
+        Step.make(1, "and this one too: nothing of it is in the trace being judged"),
+    ]
+    assert leaked([example], trace) == []

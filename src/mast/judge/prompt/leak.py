@@ -80,35 +80,53 @@ def shared_text() -> frozenset[str]:
     return frozenset(_norm(x) for x in lines if x.strip() and not x.startswith("#"))
 
 
-def _shared_lines(examples: Sequence[_ExampleLike]) -> set[str]:
+# One example as the probes read it: (run, task, contents of its steps).
+_Key = tuple[tuple[str, str, str, tuple[str, ...]], ...]
+# Per example: its id, its task (normalized, when long enough to probe with) and, per step
+# with own lines, those lines.
+_Probes = tuple[tuple[str, str | None, tuple[tuple[str, ...], ...]], ...]
+
+
+def _key(examples: Sequence[_ExampleLike]) -> _Key:
+    return tuple(
+        (ex.id, str(getattr(ex, "run", ex.source)), ex.task or "",
+         tuple(step.content for step in ex.steps))
+        for ex in examples
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def _probes(key: _Key, corpus_shared: frozenset[str]) -> _Probes:
+    # The probes depend on the examples only: built once per pool, not once per trace (by
+    # content, so an example changed in place is read anew).
     sources: dict[str, set[str]] = {}
-    for ex in examples:
-        for step in ex.steps:
-            for line in _lines(step.content):
-                sources.setdefault(line, set()).add(str(getattr(ex, "run", ex.source)))
-    return {line for line, where in sources.items() if len(where) > 1} | shared_text()
+    for _id, run, _task, contents in key:
+        for content in contents:
+            for line in _lines(content):
+                sources.setdefault(line, set()).add(run)
+    shared = {line for line, where in sources.items() if len(where) > 1} | corpus_shared
+    out = []
+    for ex_id, _run, ex_task, contents in key:
+        task = _norm(ex_task)
+        steps = []
+        for content in contents:
+            own = tuple(line for line in _lines(content) if line not in shared)
+            if own:
+                steps.append(own)
+        out.append((ex_id, task if len(task) >= MIN_PROBE_CHARS else None, tuple(steps)))
+    return tuple(out)
 
 
 def _overlap(examples: Sequence[_ExampleLike], trace: Trace) -> dict[str, tuple[int, int]]:
     """Per example: (steps with own lines in the trace, steps needed); task hits count as all."""
     haystack = normalized_text(trace)
-    shared = _shared_lines(examples)
     out: dict[str, tuple[int, int]] = {}
-    for ex in examples:
-        task = _norm(ex.task or "")
-        if len(task) >= MIN_PROBE_CHARS and task in haystack:
-            out[ex.id] = (1, 1)
+    for ex_id, task, steps in _probes(_key(examples), shared_text()):
+        if task is not None and task in haystack:
+            out[ex_id] = (1, 1)
             continue
-        own_steps = 0
-        hits = 0
-        for step in ex.steps:
-            own = [line for line in _lines(step.content) if line not in shared]
-            if not own:
-                continue
-            own_steps += 1
-            if any(line in haystack for line in own):
-                hits += 1
-        out[ex.id] = (hits, min(2, own_steps))
+        hits = sum(1 for own in steps if any(line in haystack for line in own))
+        out[ex_id] = (hits, min(2, len(steps)))
     return out
 
 

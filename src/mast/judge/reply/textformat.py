@@ -53,6 +53,7 @@ from mast.judge.reply.textslot import (
     TRUE_WORDS,
     NameIndex,
     SlotAnswer,
+    fold_case,
     normalize_markup,
     read_answer_slot,
 )
@@ -252,10 +253,10 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
         not m.start() or _B_BEFORE.match(text, m.start() - 1) for m in _B_CUE.finditer(text)
     ):
         return True  # _B_MARKER.search(text), with the literal "B" first
-    if text.isascii():
-        # Case-insensitive patterns on ASCII text: the same as lower-case ones on the
-        # lower-cased text, and these scan much faster.
-        lowered = text.lower()
+    lowered = fold_case(text)
+    if lowered is not None:
+        # Case-insensitive patterns: the same as lower-case ones on the folded text, and
+        # these scan much faster.
         if "task" in lowered and _layout.find_task_line(text) is not None:
             return True
         return _layout.may_set_defaults(lowered, lowered=True)

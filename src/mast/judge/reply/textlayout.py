@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mast.judge.reply.textslot import fold_case
+
 
 class _Names(Protocol):
     """What this module needs of :class:`mast.judge.reply.textslot.NameIndex`."""
@@ -453,7 +455,24 @@ _DEFAULT_CUES_SOURCE = "|".join(
     [*_OTHERS_SENTENCES, _NONE_AT_ALL_SENTENCE, r"(?::|=|[-–—][ \t])[\[{(\s]*(?:none|nothing)"]
 )
 _DEFAULT_CUES = re.compile(_DEFAULT_CUES_SOURCE, re.IGNORECASE)
-_DEFAULT_CUES_LOWER = re.compile(_DEFAULT_CUES_SOURCE)  # every literal in it is lower case
+# The same test on a lower-cased ASCII text, as searches that each open with one literal
+# word (the regex engine skips ahead to a literal; an alternation of optional prefixes
+# makes it try every position). Each is what is left of one alternative above once the
+# words before its first required literal are dropped, so together they match wherever
+# _DEFAULT_CUES does (and in a few more texts, where the full reading decides).
+_MODES_WORD = rf"(?:{_S}+(?:\d+{_S}+)?{_MODES})"
+_OTHER_WORDS = ("other", "remaining", "additional", "further")
+_MODE_WORDS = ("modes?", "categories", "codes", "ones", "fms?", "items", "failures")
+_DEFAULT_CUE_PARTS = tuple(
+    re.compile(part)
+    for part in (
+        *(rf"{w}{_MODES_WORD}{_IS}(?:all{_S}+|also{_S}+)?{_NEG_VALUE}" for w in _OTHER_WORDS[:2]),
+        *(rf"{w}{_IS}(?:all{_S}+)?{_NEG_VALUE}" for w in ("else", "rest", "others")),
+        *(rf"{w}{_MODES_WORD}{_S}+{_VERB}{_SEEN}" for w in _OTHER_WORDS),
+        *(rf"{w}{_S}+{_VERB}{_SEEN}" for w in _MODE_WORDS),
+        r"(?::|=|[-–—][ \t])[\[{(\s]*(?:none|nothing)",
+    )
+)
 _DEFAULT_WORDS = (
     *("other", "remaining", "additional", "further", "else", "rest"),  # other modes
     *("mode", "categor", "code", "ones", "fm", "item", "failure"),  # no failure modes
@@ -465,7 +484,8 @@ _EXCEPT = re.compile(r"\b(?:other\s+than|except|besides|apart\s+from|beyond)\b",
 def may_set_defaults(text: str, *, lowered: bool = False) -> bool:
     """False only when no part of ``text`` can set ``others`` or ``none_at_all`` of a
     :class:`Layout` (:func:`read_code_lists`, :func:`read_defaults`): one regex search.
-    ``lowered``: ``text`` is an ASCII text already in lower case (a faster search).
+    ``lowered``: ``text`` is already lower-cased by
+    :func:`~mast.judge.reply.textslot.fold_case` (a faster search).
 
     >>> may_set_defaults("All other modes are absent."), may_set_defaults("Step 3 ran.")
     (True, False)
@@ -473,16 +493,16 @@ def may_set_defaults(text: str, *, lowered: bool = False) -> bool:
     if lowered:
         # Every alternative holds one of these words: most texts are ruled out by a few
         # substring tests.
-        return (
-            any(w in text for w in _DEFAULT_WORDS) and _DEFAULT_CUES_LOWER.search(text) is not None
+        return any(w in text for w in _DEFAULT_WORDS) and any(
+            part.search(text) is not None for part in _DEFAULT_CUE_PARTS
         )
     return _DEFAULT_CUES.search(text) is not None
 
 
 def read_defaults(text: str, layout: Layout) -> None:
     """Sentences that answer the modes not named elsewhere."""
-    ascii_text = text.isascii()
-    if not may_set_defaults(text.lower() if ascii_text else text, lowered=ascii_text):
+    lowered = fold_case(text)
+    if not may_set_defaults(text if lowered is None else lowered, lowered=lowered is not None):
         return  # one search instead of four on most texts
     for pattern in _OTHERS:
         for match in pattern.finditer(text):

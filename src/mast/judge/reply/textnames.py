@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from mast.judge.reply.textslot import CODE, NameIndex
+from mast.judge.reply.textslot import CODE, NameIndex, fold_case
 from mast.taxonomy import Taxonomy
 
 __all__ = ["NAME_SIMILARITY", "code_the_names", "may_name_a_mode"]
@@ -59,7 +59,13 @@ def _close_codes(name: str, spellings: dict[str, set[str]]) -> set[str]:
     for spelling, owners in spellings.items():
         if abs(len(spelling) - len(squashed)) > 4:
             continue
-        if SequenceMatcher(None, squashed, spelling).ratio() >= NAME_SIMILARITY:
+        matcher = SequenceMatcher(None, squashed, spelling)
+        # The two upper bounds of ratio() first (cheap), as difflib.get_close_matches does.
+        if (
+            matcher.real_quick_ratio() >= NAME_SIMILARITY
+            and matcher.quick_ratio() >= NAME_SIMILARITY
+            and matcher.ratio() >= NAME_SIMILARITY
+        ):
             codes |= owners
     return codes
 
@@ -133,17 +139,18 @@ def may_name_a_mode(text: str, names: NameIndex) -> bool:
     if _NAMED_ANSWER.search(text) is not None:
         return True
     # A known name counts only where code_the_names would read it: opening its line.
+    folded = fold_case(text)  # the same matches as names.search, found much faster
     pos = 0
     for _ in range(_MAX_NAME_HITS):
-        hit = names.search(text[pos:]) if pos else names.search(text)
+        hit = names.search(text, pos) if folded is None else names.search_folded(folded, pos)
         if hit is None:
             return False
-        start = pos + hit.start()
+        start = hit.start()
         line_start = text.rfind("\n", 0, start) + 1
         lead = _LEAD.match(text, line_start)
         if lead is not None and lead.end() >= start:
             return True
-        pos = pos + hit.end()
+        pos = hit.end()
     return True  # many mentions: let the full reading decide
 
 

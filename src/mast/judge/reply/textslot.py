@@ -136,18 +136,49 @@ class NameIndex:
         patterns = sorted({_name_pattern(n) for n in spellings}, key=len, reverse=True)
         alternatives = "|".join(patterns)
         self._regex = re.compile(rf"(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
+        # The same pattern, case-sensitive: every literal in it is lower-case ASCII, so on
+        # a lower-cased ASCII text it matches where the other matches on the original text
+        # (same positions), and it scans many times faster.
+        self._lowered = re.compile(rf"(?:{alternatives})(?![A-Za-z0-9])")
 
     def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
         """A known name starting exactly at ``pos``."""
         return self._regex.match(text, pos)
 
-    def search(self, text: str) -> re.Match[str] | None:
-        """The first known name anywhere in ``text``."""
-        return self._regex.search(text)
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        """The first known name anywhere in ``text`` (from ``pos`` on)."""
+        return self._regex.search(text, pos)
+
+    def search_folded(self, folded: str, pos: int = 0) -> re.Match[str] | None:
+        """:meth:`search` from ``pos``, on ``fold_case(text)``: the same matches (spans)."""
+        return self._lowered.search(folded, pos)
 
     def codes_for(self, name: str) -> set[str]:
         """Codes a name belongs to (empty when unknown)."""
         return self._codes.get(_squash(name), set())
+
+
+# The non-ASCII characters that a case-insensitive pattern matches to an ASCII letter
+# (dotted and dotless i, long s, Kelvin sign), as lower-cased text should have them.
+CASELESS_ASCII = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+
+
+def fold_case(text: str) -> str | None:
+    """``text`` lower-cased, the same length, so that a case-sensitive pattern whose
+    literals are lower-case ASCII (classes such as ``\\w``, ``\\s``, ``\\d`` and
+    ``[A-Za-z0-9]`` allowed) matches it exactly where the case-insensitive one matches
+    ``text``, and much faster (an IGNORECASE alternation defeats the regex engine's skip
+    to a first character). None when lower-casing would change the length.
+
+    >>> fold_case("Step REPETITION")
+    'step repetition'
+    """
+    if text.isascii():
+        return text.lower()
+    folded = text.replace("\u0130", "i").lower()
+    if "\u0131" in folded or "\u017f" in folded:
+        folded = folded.replace("\u0131", "i").replace("\u017f", "s")
+    return folded if len(folded) == len(text) else None
 
 
 def _squash(name: str) -> str:
