@@ -23,7 +23,9 @@ command other than ``mast`` without one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.cookiejar
+import importlib.util
 import json
 import os
 import re
@@ -40,6 +42,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +70,9 @@ _FOLDER: dict[str, Path] = {
 _BEFORE: dict[str, list[list[str]]] = {
     "labelling.md": [["annotate", "runs/", "--model", "openai/gpt-4.1", "--out", "results.jsonl"]],
 }
+# Pages whose blocks are alternatives (one platform each): each block runs in a folder of
+# its own, so that one platform's pulled.jsonl is not another's.
+_BLOCK_BY_BLOCK = {"platforms.md"}
 _RUNS = 7  # traces in runs/
 _BUNDLED = 7  # traces `mast inspect` reads without an input (the bundled examples)
 
@@ -276,6 +282,14 @@ def _demo(argv: list[str], out: str, folder: Path) -> None:
     assert "No agreement is computed on these traces" in out and "held-out MAD" in out, out
 
 
+def _pull(argv: list[str], out: str, folder: Path) -> None:
+    import mast
+
+    pulled = re.search(r"pulled (\d+) trace\(s\)", out)
+    assert pulled and int(pulled.group(1)) > 0, out
+    assert len(list(mast.load_traces(folder / str(_option(argv, "--out"))))) == int(pulled[1])
+
+
 _CHECKS: dict[str, Check] = {
     "inspect": _inspect,
     "annotate": _annotate,
@@ -284,6 +298,7 @@ _CHECKS: dict[str, Check] = {
     "agree": _agree,
     "label": _label,
     "demo": _demo,
+    "pull": _pull,
 }
 
 
@@ -399,24 +414,93 @@ def _serve_and_label(argv: list[str], folder: Path) -> str:
     return out
 
 
+# -- where your traces live: Langfuse and LangSmith stand-ins --------------------------------
+
+PLATFORMS = FIXTURES / "platforms"
+
+
+def _standins() -> object:
+    spec = importlib.util.spec_from_file_location(
+        "docs_standins", Path(__file__).parent / "analysis" / "platforms" / "standins.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def _platform(
+    block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[], None] | None]:
+    """For a block that pulls from Langfuse or LangSmith: the platform's local stand-in (which
+    checks every request against the documented API shape) behind the variables the page
+    names, and a check that the export sent one score per judged mode. Else nothing."""
+    kind = next((k for k in ("langfuse", "langsmith") if f"mast pull {k}" in block.code), None)
+    if kind is None:
+        yield None
+        return
+    pytest.importorskip(kind)
+    standins: Any = _standins()
+    rows = PLATFORMS / f"{kind}_{'observations' if kind == 'langfuse' else 'runs'}.jsonl"
+    records = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    if kind == "langfuse":
+        server = standins.LangfuseStandIn(observations=records)
+        monkeypatch.setenv("LANGFUSE_HOST", server.url)
+        monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", server.public_key)
+        monkeypatch.setenv("LANGFUSE_SECRET_KEY", server.secret_key)
+        # the page's --human labels.csv, as `mast label export` writes it, for the pulled trace
+        trace_id = records[0]["traceId"]
+        (folder / "labels.csv").write_text(f"trace_id,annotator,1.1,1.2\n{trace_id},alice,1,0\n")
+    else:
+        server = standins.LangSmithStandIn(runs=records)
+        monkeypatch.setenv("LANGSMITH_ENDPOINT", server.url)
+        monkeypatch.setenv("LANGSMITH_API_KEY", server.api_key)
+        monkeypatch.setenv("LANGSMITH_TRACING", "false")
+
+    def sent_one_score_per_mode() -> None:
+        assert server.problems == [], server.problems
+        sent = list((server.scores if kind == "langfuse" else server.feedback).values())
+        judged = [s for s in sent if s.get("source", "API") == "API"]
+        human = [s for s in sent if s.get("source") == "ANNOTATION"]
+        assert len(judged) == 14, len(judged)  # the docs judge answers all 14 modes
+        assert len(human) == (2 if kind == "langfuse" else 0), human
+
+    try:
+        yield sent_one_score_per_mode
+    finally:
+        server.close()
+
+
 # -- the tests ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_shell_blocks_run(
-    page: Path, docs_folder: Path, capsys: pytest.CaptureFixture[str]
+    page: Path,
+    docs_folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for argv in _BEFORE.get(page.name, []):
         run_mast(argv, docs_folder, capsys)
     for block in shell_blocks(page):
         if block.reason is not None:
             continue
-        for argv in commands(block.code):
-            assert argv[0] == "mast", (
-                f"{block.name}: `{shlex.join(argv)}` is not a mast command: run it here or "
-                "mark the block <!-- not run: why -->"
-            )
-            run_mast(argv[1:], docs_folder, capsys)
+        folder = docs_folder
+        if page.name in _BLOCK_BY_BLOCK:  # each block its own folder: alternatives
+            folder = docs_folder / f"block-{block.line}"
+            folder.mkdir()
+            monkeypatch.chdir(folder)
+        with _platform(block, folder, monkeypatch) as check_platform:
+            for argv in commands(block.code):
+                assert argv[0] == "mast", (
+                    f"{block.name}: `{shlex.join(argv)}` is not a mast command: run it here "
+                    "or mark the block <!-- not run: why -->"
+                )
+                run_mast(argv[1:], folder, capsys)
+            if check_platform is not None:
+                check_platform()
 
 
 def test_blocks_not_run_say_why_and_are_few() -> None:
@@ -454,7 +538,8 @@ def test_every_command_of_a_run_block_is_checked() -> None:
     # a command without its own check is held only to its status and output files: name
     # every subcommand the pages run, so a new one gets a check or a reason
     ran = {argv[1] for b in RUN for argv in commands(b.code)}
-    assert ran <= {*_CHECKS, "merge"}, ran - set(_CHECKS)
+    # (export: the platform stand-in checks what it received, see _platform)
+    assert ran <= {*_CHECKS, "export"}, ran - set(_CHECKS)
 
 
 def test_every_block_names_its_language() -> None:
