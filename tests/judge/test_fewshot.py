@@ -22,9 +22,11 @@ from mast.judge.prompt.fewshot import (
     estimate_example_tokens,
     load_examples,
     select_examples,
+    unquoted_positives,
 )
+from mast.judge.prompt.render import _example_answer, render_system
+from mast.judge.prompt.shots import Shots
 from mast.judge.reply.parse import parse_response
-from mast.judge.verdict import example_answer
 from mast.taxonomy import load_taxonomy
 
 CODES = load_taxonomy().codes
@@ -73,13 +75,8 @@ def test_gold_labels_are_the_human_majority(fixtures: Path) -> None:
 
 @pytest.mark.parametrize("example", BUNDLED, ids=lambda ex: ex.id)
 def test_gold_answer_round_trips_through_the_parser(example: FewShotExample) -> None:
-    answer = example_answer(
-        labels=example.labels,
-        evidence=example.evidence,
-        rationale=example.rationale,
-        notes=example.notes,
-        task_completed=example.task_completed,
-    )
+    # The answer the prompt shows for the example (with the file's quotes).
+    answer = _example_answer(example, load_taxonomy())
     verdict = mast.judge.reply.grounding.ground(
         parse_response(json.dumps(answer)), example.to_trace()
     )
@@ -87,10 +84,27 @@ def test_gold_answer_round_trips_through_the_parser(example: FewShotExample) -> 
     assert verdict.task_completed is example.task_completed
     for code, refs in example.evidence.items():
         assert [e.step_id for e in verdict.findings[code].evidence] == refs
-        # every cited step exists; the examples cite steps without quotes, which the
-        # evidence policy counts as citations, not as evidence (grounded None)
-        assert all(e.grounded is None for e in verdict.findings[code].evidence)
+        # every cited step exists and every quote is found in it: under the evidence policy
+        # the examples teach grounded evidence, not bare citations (grounded None)
+        assert all(e.grounded is True for e in verdict.findings[code].evidence), code
         assert not verdict.findings[code].dropped
+
+
+def test_step_ids_alone_give_citations_not_evidence() -> None:
+    # The step-id-only form still loads and renders, with empty quotes (none is invented):
+    # the evidence policy counts those as citations (grounded None).
+    example = BUNDLED[1].model_copy(update={"quotes": {}})
+    answer = _example_answer(example, load_taxonomy())
+    shown = [e for c in example.positives for e in answer["modes"][c]["evidence"]]
+    assert shown and all(e["quote"] == "" for e in shown)
+    verdict = mast.judge.reply.grounding.ground(
+        parse_response(json.dumps(answer)), example.to_trace()
+    )
+    assert all(e.grounded is None for c in example.positives for e in verdict.findings[c].evidence)
+    assert (
+        unquoted_positives([example])
+        and "example ag2-gsmplus-ribbon" in (unquoted_positives([example])[0])
+    )
 
 
 # ---------------------------------------------------------------- selection
@@ -138,15 +152,22 @@ def test_selection_rejects_negative_limits() -> None:
 def test_clean_example_is_preferred_once_positives_are_covered() -> None:
     base = BUNDLED[0].model_dump()
     all_positive = FewShotExample.model_validate(
-        {**base, "id": "all", "labels": dict.fromkeys(CODES, True), "evidence": {}, "notes": {}}
+        {
+            **base,
+            "id": "all",
+            "labels": dict.fromkeys(CODES, True),
+            "evidence": {},
+            "quotes": {},
+            "notes": {},
+        }
     )
     clean = FewShotExample.model_validate(
-        {**base, "id": "clean", "labels": dict.fromkeys(CODES, False), "evidence": {},
+        {**base, "id": "clean", "labels": dict.fromkeys(CODES, False), "evidence": {}, "quotes": {},
          "notes": {}}
     )  # fmt: skip
     half = FewShotExample.model_validate(
         {**base, "id": "half", "labels": {c: i % 2 == 0 for i, c in enumerate(CODES)},
-         "evidence": {}, "notes": {}}
+         "evidence": {}, "quotes": {}, "notes": {}}
     )  # fmt: skip
     assert [ex.id for ex in select_examples([half, clean, all_positive])] == [
         "all",
@@ -272,3 +293,68 @@ def test_custom_taxonomy_checks_its_own_codes(tmp_path: Path) -> None:
     assert load_examples(folder, taxonomy=tax)[0].labels == {"9.1": True}
     with pytest.raises(FewShotError, match="missing"):
         load_examples(folder)  # the MAST codes are missing
+
+
+# ---------------------------------------------------------------- quoted evidence
+
+
+def test_evidence_items_with_quotes_load_and_reach_the_prompt(tmp_path: Path) -> None:
+    evidence = {"3.3": [{"step": "s2", "quote": "Looks right."}, "s1"]}
+    path = _write(tmp_path, "q.yaml", _minimal(evidence=evidence))
+    ex = load_examples(path)[0]
+    assert ex.evidence == {"3.3": ["s2", "s1"]}  # the ids, as before
+    assert ex.quotes == {"3.3": {"s2": "Looks right."}}
+    assert ex.unquoted == [] and ex.file == path
+    answer = _example_answer(ex, load_taxonomy())
+    assert answer["modes"]["3.3"]["evidence"] == [
+        {"step_id": "s2", "quote": "Looks right."},
+        {"step_id": "s1", "quote": ""},
+    ]
+    # the decisive error is the earliest cited step, s1, which has no quote of its own
+    assert answer["decisive_error"]["step_id"] == "s1"
+    assert answer["decisive_error"]["quote"] == ""
+    system = render_system(examples=[ex])
+    assert '{"step_id": "s2", "quote": "Looks right."}' in system
+    # step_id (the answer format's name) is accepted too, and folded lines match
+    data = _minimal(
+        evidence={"3.3": [{"step_id": "s1", "quote": "2 +\n   2 = 5"}]},
+        steps=[{"id": "s1", "content": "2 + 2 = 5"}, {"id": "s2", "content": "Looks right."}],
+    )
+    again = load_examples(_write(tmp_path, "r.yaml", data))[0]
+    assert again.quotes == {"3.3": {"s1": "2 +\n   2 = 5"}}
+    decisive = _example_answer(again, load_taxonomy())["decisive_error"]
+    assert decisive["step_id"] == "s1" and decisive["quote"] == "2 + 2 = 5"
+
+
+@pytest.mark.parametrize(
+    ("evidence", "message"),
+    [
+        ({"3.3": [{"step": "s2", "quote": "Looks wrong."}]}, "evidence for 3.3 at s2: the quote"),
+        ({"3.3": [{"step": "s2", "quote": "  "}]}, "evidence for 3.3 at s2: the quote is empty"),
+        ({"3.3": [{"quote": "Looks right."}]}, "is not a step id or"),
+        ({"3.3": [{"step": "s2", "quote": "Looks right.", "why": "x"}]}, "is not a step id or"),
+        ({"3.3": [{"step": "s9", "quote": "Looks right."}]}, "cites steps ['s9']"),
+    ],
+)
+def test_a_bad_quote_names_the_file_the_code_and_the_step(
+    tmp_path: Path, evidence: object, message: str
+) -> None:
+    path = _write(tmp_path, "bad.yaml", _minimal(evidence=evidence))
+    with pytest.raises(FewShotError) as err:
+        load_examples(path)
+    assert str(path) in str(err.value) and message in str(err.value), err.value
+
+
+def test_positives_without_quotes_are_noted_with_their_file(tmp_path: Path) -> None:
+    _write(tmp_path, "bare.yaml", _minimal(id="bare"))  # evidence: step ids only
+    _write(tmp_path, "quoted.yaml", _minimal(
+        id="quoted", evidence={"3.3": [{"step": "s2", "quote": "Looks right."}]}))  # fmt: skip
+    examples = load_examples(tmp_path)
+    notes = unquoted_positives(examples)
+    assert len(notes) == 1
+    assert str(tmp_path / "bare.yaml") in notes[0] and "3.3" in notes[0]
+    assert "ungrounded evidence" in notes[0]
+    # the judge's notes carry it (as they carry a skewed positive rate)
+    shots = Shots.resolve(tmp_path)
+    assert [n for n in shots.notes if "ungrounded" in n] == notes
+    assert not unquoted_positives(BUNDLED)  # the fixture examples all quote their evidence

@@ -66,6 +66,34 @@ def test_one_root_mode_per_excerpt_and_quotes_are_verbatim() -> None:
             assert len(reading.why.split()) >= 8, (ex.id, reading.mode)
 
 
+def test_every_reading_the_prompt_shows_carries_its_verbatim_quote() -> None:
+    # The evidence policy grounds a positive only on a quote found in a cited step; the
+    # excerpts' readings must teach that style: each shown line carries a non-empty quote
+    # that is in the step it cites (whitespace collapsed, as the prompt shows it).
+    for convention in ("paper", "official"):
+        tax = mast.load_taxonomy(verification=convention)
+        system = render_system(taxonomy=tax, examples=POOL)
+        shown = 0
+        for ex in POOL:
+            if f"({ex.id})" not in system:  # nothing left to show in this convention
+                assert convention == "official", ex.id
+                assert {r.mode for r in ex.readings} <= {"3.2", "3.3"}, ex.id
+                continue
+            block = system.split(f"({ex.id})", 1)[1].split("\n## Excerpt ", 1)[0]
+            steps = {s.id: " ".join(s.content.split()) for s in ex.steps}
+            for r in ex.readings:
+                if convention == "official" and r.mode in ("3.2", "3.3"):
+                    continue
+                quote = " ".join(r.quote.split())
+                assert quote and quote in steps[r.step], (ex.id, r.mode)
+                assert f'{r.mode} {tax[r.mode].name}: [{r.step}] "{quote}"' in block, (
+                    ex.id,
+                    r.mode,
+                )
+                shown += 1
+        assert shown >= len(POOL)
+
+
 def test_the_pool_names_its_sources_and_licences() -> None:
     assert len({ex.id for ex in POOL}) == len(POOL)
     for ex in POOL:

@@ -221,3 +221,9 @@ def test_example_answers_read_back_as_their_gold_labels() -> None:
         assert verdict.problems == []
         for code, steps in example.evidence.items():
             assert [e.step_id for e in verdict.findings[code].evidence] == steps
+            # the file's quotes are in the answer the prompt shows
+            quotes = example.quotes.get(code, {})
+            assert [e.quote for e in verdict.findings[code].evidence] == [
+                quotes.get(s, "") for s in steps
+            ]
+            assert any(e.quote for e in verdict.findings[code].evidence), (example.id, code)

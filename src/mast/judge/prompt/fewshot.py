@@ -5,6 +5,13 @@ step ids the excerpt uses), the gold label of every taxonomy code, and a short r
 that cites steps as ``[s3]``. People write these files, so unknown keys, missing codes, and
 citations of steps the excerpt does not have are errors that name the file.
 
+``evidence`` maps a present code to what shows it: ``{step: s4, quote: "..."}`` items (the
+quote copied verbatim from that step; a quote not in its step is an error naming the file,
+the code and the step), or bare step ids (``s4``). The example's answer in the prompt
+carries the quotes. A positive with step ids only teaches the judge evidence that the
+evidence policy does not count as grounded (it needs a quote found in a cited step), so the
+judge notes every such file (:func:`unquoted_positives`).
+
 mast bundles no whole-trace examples: its default few-shot material is the excerpt pool of
 :mod:`mast.judge.prompt.excerpts`, written from runs outside any evaluation set. Pass your own
 files with ``Judge(..., fewshot="my-examples/")``. A set of whole-trace examples should
@@ -33,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from mast.errors import FewShotError, validation_problems
 from mast.judge.prompt.excerpts import is_pool_file
@@ -46,6 +53,7 @@ __all__ = [
     "load_examples",
     "positive_rate",
     "select_examples",
+    "unquoted_positives",
 ]
 
 POSITIVE_RATE_RANGE = (0.10, 0.30)
@@ -54,6 +62,11 @@ POSITIVE_RATE_RANGE = (0.10, 0.30)
 _SUFFIXES = (".yaml", ".yml", ".json")
 _CITATION = re.compile(r"\[(s\d+)\]")
 _STEP_ID = re.compile(r"^s(\d+)$")
+
+
+def _squash(text: str) -> str:
+    # Whitespace runs count as one space: YAML folds long lines.
+    return " ".join(text.split())
 
 
 class FewShotExample(BaseModel):
@@ -71,12 +84,52 @@ class FewShotExample(BaseModel):
     evidence: dict[str, list[str]] = Field(
         default_factory=dict, description="Code -> ids of the steps that show it."
     )
+    quotes: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Code -> {step id: quote copied verbatim from that step}; files give "
+        "them as evidence items {step, quote}.",
+    )
     notes: dict[str, str] = Field(
         default_factory=dict, description="Optional one-sentence reason per code."
     )
     task_completed: bool | None = Field(
         default=None, description="Whether the run achieved its task, when known."
     )
+    # The file the example was read from (set by load_examples), for messages that name it.
+    _file: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_evidence(cls, data: Any) -> Any:
+        # A file's evidence items are step ids or {step, quote} (step_id also accepted, as in
+        # the answer format): the ids go to `evidence`, the quotes to `quotes`.
+        if not isinstance(data, dict) or not isinstance(data.get("evidence"), dict):
+            return data
+        evidence: dict[Any, Any] = {}
+        quotes: dict[str, dict[str, str]] = {
+            str(c): dict(q) for c, q in (data.get("quotes") or {}).items() if isinstance(q, dict)
+        }
+        for code, items in data["evidence"].items():
+            if not isinstance(items, list):
+                evidence[code] = items  # the field's own validation reports the type
+                continue
+            ids: list[Any] = []
+            for item in items:
+                if isinstance(item, dict):
+                    unknown = sorted(set(item) - {"step", "step_id", "quote"})
+                    step = item.get("step", item.get("step_id"))
+                    if unknown or not isinstance(step, str):
+                        raise ValueError(
+                            f"evidence for {code}: {item!r} is not a step id or "
+                            "{step: s4, quote: '...'}"
+                        )
+                    ids.append(step)
+                    if item.get("quote") is not None:
+                        quotes.setdefault(str(code), {})[step] = str(item["quote"])
+                else:
+                    ids.append(item)
+            evidence[code] = ids
+        return {**data, "evidence": evidence, "quotes": quotes}
 
     @model_validator(mode="before")
     @classmethod
@@ -112,6 +165,20 @@ class FewShotExample(BaseModel):
             missing = [r for r in refs if r not in known]
             if missing:
                 raise ValueError(f"evidence for {code} cites steps {missing} not in the excerpt")
+        content = {s.id: _squash(s.content) for s in self.steps}
+        for code, quoted in self.quotes.items():
+            for step, quote in quoted.items():
+                if step not in self.evidence.get(code, []):
+                    raise ValueError(
+                        f"a quote for {code} at {step}, which its evidence does not cite"
+                    )
+                if not quote.strip():
+                    raise ValueError(f"evidence for {code} at {step}: the quote is empty")
+                if _squash(quote) not in content[step]:
+                    raise ValueError(
+                        f"evidence for {code} at {step}: the quote {quote!r} is not in step "
+                        f"{step} (copy it verbatim from the step)"
+                    )
         for code in self.notes:
             if code not in self.labels:
                 raise ValueError(f"a note for {code!r}, which has no label")
@@ -125,6 +192,17 @@ class FewShotExample(BaseModel):
     def positives(self) -> list[str]:
         """Codes labelled present."""
         return [c for c, v in self.labels.items() if v]
+
+    @property
+    def unquoted(self) -> list[str]:
+        """Codes labelled present whose evidence carries no quote (step ids only, or none)."""
+        quoted = {c for c, q in self.quotes.items() if any(v.strip() for v in q.values())}
+        return [c for c in self.positives if c not in quoted]
+
+    @property
+    def file(self) -> Path | None:
+        """The file the example was read from (``None`` when built in Python)."""
+        return self._file
 
     def to_trace(self) -> Trace:
         """The excerpt as a :class:`~mast.traces.model.Trace` (labels are not attached)."""
@@ -141,6 +219,34 @@ def estimate_example_tokens(example: FewShotExample, *, model: str | None = None
     from mast.judge.prompt.render import example_tokens  # jinja2 loads only when counting
 
     return example_tokens(example, model=model).tokens
+
+
+def unquoted_positives(examples: Sequence[FewShotExample]) -> list[str]:
+    """One note per example that labels a mode present without quoting it.
+
+    Such an example shows the judge an answer whose evidence is a bare step id, which the
+    evidence policy does not count as grounded (a positive needs a quote found in a cited
+    step), so it teaches ungrounded evidence. The note names the file when there is one.
+
+    >>> codes = load_taxonomy().codes
+    >>> ex = FewShotExample(id="e", source="s", attribution="a", rationale="r",
+    ...                     steps=[{"content": "2 + 2 = 5"}], evidence={"3.2": ["s1"]},
+    ...                     labels={c: c == "3.2" for c in codes})
+    >>> unquoted_positives([ex])[0].startswith("few-shot example e: 3.2 is labelled present")
+    True
+    """
+    out: list[str] = []
+    for ex in examples:
+        codes = ex.unquoted
+        if codes:
+            where = f"{ex.file} (example {ex.id})" if ex.file is not None else f"example {ex.id}"
+            out.append(
+                f"few-shot {where}: {', '.join(codes)} {'is' if len(codes) == 1 else 'are'} "
+                "labelled present with step ids only, so the example teaches ungrounded "
+                "evidence (the evidence policy needs a quote found in a cited step); give "
+                "each positive evidence as {step: s4, quote: '...'}"
+            )
+    return out
 
 
 def positive_rate(examples: Sequence[FewShotExample]) -> float:
@@ -228,6 +334,7 @@ def _load_file(file: Path, tax: Taxonomy) -> FewShotExample:
     except ValidationError as exc:
         problems = validation_problems(exc)
         raise FewShotError(f"{file}: invalid few-shot example: {problems}") from exc
+    example._file = file
     missing = [c for c in tax.codes if c not in example.labels]
     extra = sorted(set(example.labels) - set(tax.codes))
     if missing or extra:

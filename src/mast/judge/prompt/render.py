@@ -285,8 +285,10 @@ def _answer_json(answer: dict[str, Any]) -> str:
 def _example_answer(example: WholeExample, taxonomy: Taxonomy) -> dict[str, Any]:
     """The answer a careful judge gives on ``example``, in the requested JSON shape.
 
-    Evidence cites the steps the example's author listed (no quote is invented); a mode's
-    rationale is the author's note for it when there is one. Gold labels carry no
+    Evidence cites the steps the example's author listed, with the author's verbatim quote
+    where the file gives one (no quote is invented: a step id alone keeps an empty quote, and
+    the judge notes such files, see :func:`~mast.judge.prompt.fewshot.unquoted_positives`); a
+    mode's rationale is the author's note for it when there is one. Gold labels carry no
     confidence, so none is shown.
     """
 
@@ -299,7 +301,7 @@ def _example_answer(example: WholeExample, taxonomy: Taxonomy) -> dict[str, Any]
         return "Shown by the cited steps." if present else "No sign of it in the excerpt."
 
     notes = {code: note(code) for code in taxonomy.codes}
-    return example_answer(
+    answer = example_answer(
         labels=example.labels,
         evidence={c: steps for c, steps in example.evidence.items() if example.labels.get(c)},
         rationale=example.rationale,
@@ -308,6 +310,17 @@ def _example_answer(example: WholeExample, taxonomy: Taxonomy) -> dict[str, Any]
         task_completed=example.task_completed,
         agents={step.id: step.agent or step.role for step in example.steps},
     )
+    # Quotes the author gave (FewShotExample.quotes: code -> step id -> quote).
+    quotes: dict[str, dict[str, str]] = getattr(example, "quotes", None) or {}
+    for code, entry in answer["modes"].items():
+        for item in entry["evidence"]:
+            item["quote"] = " ".join(quotes.get(code, {}).get(item["step_id"], "").split())
+    decisive = answer.get("decisive_error")
+    if decisive:
+        step = decisive["step_id"]
+        found = [quotes[c][step] for c in decisive["modes"] if step in quotes.get(c, {})]
+        decisive["quote"] = " ".join(found[0].split()) if found else ""
+    return answer
 
 
 def render_system(

@@ -32,6 +32,7 @@ from mast.judge.prompt.fewshot import (
     load_examples,
     positive_rate,
     select_examples,
+    unquoted_positives,
 )
 from mast.judge.prompt.leak import leaked, partial
 from mast.judge.prompt.render import shown_examples
@@ -114,7 +115,8 @@ class Shots:
 
     @classmethod
     def _given(cls, pool: list[Shot]) -> Shots:
-        """Examples given by the user: all shown, with a note on a skewed positive rate."""
+        """Examples given by the user: all shown, with notes on a skewed positive rate and on
+        positives whose evidence has no quote."""
         whole = [ex for ex in pool if isinstance(ex, FewShotExample)]
         notes: list[str] = []
         rate = positive_rate(whole)
@@ -125,6 +127,7 @@ class Shots:
                 f"majority labels mark about 20%, so keep it within {low:.0%}-{high:.0%} "
                 "to avoid skewing the judge"
             )
+        notes += unquoted_positives(whole)
         return cls(pool, list(pool), explicit=True, notes=notes)
 
     def for_trace(self, trace: Trace) -> Shots:
