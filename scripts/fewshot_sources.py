@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     head = (
         "# Lines of fewshot/excerpts.yaml that recur across runs of their corpus (framework\n"
         "# prompts, fixed replies): never an excerpt's own text for the leak filter.\n"
-        "# Written by scripts/fewshot_shared_text.py; whitespace collapsed, one per line.\n"
+        "# Written by scripts/fewshot_sources.py; whitespace collapsed, one per line, after\n"
+        "# the blank line that ends this header (a line may start with '#').\n\n"
     )
     target.write_text(head + "".join(f"{line}\n" for line in lines), encoding="utf-8")
     print(f"{target}: {len(lines)} shared lines")

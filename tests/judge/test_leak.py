@@ -118,3 +118,17 @@ def test_partial_overlap_is_kept_with_a_note() -> None:
     assert partial(pool, trace) == [ex.id]
     shots = Shots.resolve(None).for_trace(trace)
     assert any("may come from this trace" in n and ex.id in n for n in shots.notes), shots.notes
+
+
+def test_shared_text_entries_may_start_with_a_hash() -> None:
+    # Framework prompts have Markdown headings ("## Results …"): as entries of the shared-text
+    # file they must count, and only the file's header is read as comments.
+    from mast._resources import data_dir
+    from mast.judge.prompt.leak import SHARED_TEXT_FILE, read_shared_text, shared_text
+
+    text = "# header\n# more header\n\n## Results (including code blocks) and reason\n- x  y\n"
+    assert read_shared_text(text) == {"## Results (including code blocks) and reason", "- x y"}
+    # the bundled file: every line after its header is an entry
+    raw = (data_dir("fewshot") / SHARED_TEXT_FILE).read_text(encoding="utf-8").splitlines()
+    body = raw[raw.index("") + 1 :]
+    assert body and len(shared_text()) == len({" ".join(x.split()) for x in body if x.strip()})

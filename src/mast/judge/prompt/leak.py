@@ -7,7 +7,7 @@ nothing about which run an example came from, so it is not evidence of a leak:
 
 - lines that occur in examples from two or more different runs count as shared, and so do the
   lines listed in ``fewshot/shared_text.txt``: excerpt lines found in two or more runs of the
-  excerpt's corpus (written by ``scripts/fewshot_shared_text.py`` from the datasets);
+  excerpt's corpus (written by ``scripts/fewshot_sources.py`` from the datasets);
 - an example leaks only when its task, or lines of its own from at least two different steps
   (one, for a one-step example), occur in the trace. A framework prompt is one step, so an
   example never leaks by sharing it;
@@ -31,7 +31,7 @@ from typing import Protocol
 from mast._resources import data_dir
 from mast.traces.model import Trace
 
-__all__ = ["leaked", "normalized_text", "partial", "shared_text"]
+__all__ = ["leaked", "normalized_text", "partial", "read_shared_text", "shared_text"]
 
 # Lines shorter than this (after collapsing whitespace) are too common to identify a run.
 MIN_PROBE_CHARS = 40
@@ -76,8 +76,23 @@ def shared_text() -> frozenset[str]:
     file = data_dir("fewshot") / SHARED_TEXT_FILE
     if not file.is_file():
         return frozenset()
-    lines = file.read_text(encoding="utf-8").splitlines()
-    return frozenset(_norm(x) for x in lines if x.strip() and not x.startswith("#"))
+    return read_shared_text(file.read_text(encoding="utf-8"))
+
+
+def read_shared_text(text: str) -> frozenset[str]:
+    """The lines of a shared-text file: a header of ``#`` comment lines, a blank line, then
+    one line per entry. Entries may start with ``#`` themselves (Markdown headings of
+    framework prompts), so only the header is read as comments.
+
+    >>> sorted(read_shared_text("# header\\n\\n## Plan for solving the task\\nA  line\\n"))
+    ['## Plan for solving the task', 'A line']
+    """
+    lines = text.splitlines()
+    if lines and lines[0].startswith("#") and "" in lines:
+        lines = lines[lines.index("") + 1 :]  # the header ends at the first blank line
+    else:  # no header block: comment lines are those that start with "# "
+        lines = [x for x in lines if not x.startswith("# ")]
+    return frozenset(_norm(x) for x in lines if x.strip())
 
 
 # One example as the probes read it: (run, task, contents of its steps).
