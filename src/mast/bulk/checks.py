@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from mast.bulk.types import TRANSIENT, RunSummary
 from mast.errors import (
@@ -43,6 +44,20 @@ __all__ = [
 ]
 
 
+class Prior(Protocol):
+    """What deciding about an earlier record needs: an :class:`Annotation`, or the
+    :class:`~mast.bulk.store_index.RecordBrief` the results store keeps of it."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def error_kind(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=Prior)
+
+
 def failure_reason(ann: Annotation, error: ProviderError | None) -> str:
     """A short failure category for the summary and the record's ``error_kind``."""
     if ann.status == "parse_error":
@@ -62,16 +77,14 @@ def failure_reason(ann: Annotation, error: ProviderError | None) -> str:
     return f"http_{error.status_code}"
 
 
-def redo_on_rerun(prior: Annotation, *, retry_failed: bool) -> bool:
+def redo_on_rerun(prior: Prior, *, retry_failed: bool) -> bool:
     """Whether a trace that already has the record ``prior`` is annotated again."""
     if prior.status == "ok":
         return False
     return retry_failed or prior.error_kind in TRANSIENT
 
 
-def kept_on_rerun(
-    prior: Annotation, summary: RunSummary, *, retry_failed: bool
-) -> Annotation | None:
+def kept_on_rerun(prior: P, summary: RunSummary, *, retry_failed: bool) -> P | None:
     """``prior`` if the rerun keeps it, None if the trace is annotated again; failures of
     earlier runs are counted in ``summary`` (tried again, or kept) by reason."""
     if prior.status == "ok":

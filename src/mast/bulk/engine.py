@@ -68,8 +68,10 @@ class _Runner(BatchRounds):
         batch_poll_interval: float,
         max_batch_rounds: int,
         seed: int | None,
+        keep: bool = True,
     ) -> None:
         self.judge = judge
+        self.keep = keep
         self.store = store
         self.cache = cache
         self.limiter = limiter
@@ -88,6 +90,8 @@ class _Runner(BatchRounds):
         self.model_key = f"{judge.provider_name}/{judge.model_name}"
         self.summary = RunSummary()
         self.results: dict[int, Annotation] = {}
+        """The run's records by input position (only with ``keep``: a streaming run's
+        records are in the results file, and memory holds none of them)."""
         self.unwritten: list[Annotation] = []
         """Records the results file could not take (a full disk): paid for, kept here."""
         self.payers = Payers()  # who pays for each answer several traces share
@@ -119,18 +123,31 @@ class _Runner(BatchRounds):
                 self.stop("duplicate", str(exc))
                 return
             self.summary.total += 1
-            prior = self.store.get(trace.id, self.hash) if self.store is not None else None
-            if prior is not None and self.resume:  # None: a failure to redo now
-                if prior.status == "parse_error" and self.retry_failed:
-                    self.reask.add(trace.id)
-                prior = kept_on_rerun(prior, self.summary, retry_failed=self.retry_failed)
-            if prior is not None and self.resume:
-                self.results[index] = prior
+            if self.resume and self.store is not None and self._resumed(index, trace.id):
                 self.summary.resumed += 1
                 self.progress.advance(skipped=1)
             else:
                 yield index, trace
             index += 1
+
+    def _resumed(self, index: int, trace_id: str) -> bool:
+        """Whether the results file's record of ``trace_id`` stands (and is kept, with
+        ``keep``); False: there is none, or it is a failure to redo now."""
+        assert self.store is not None
+        # Kept records are read back whole; a streaming run decides by the brief the
+        # store holds, and never reads the record (what made reruns slow at 10^5).
+        found = self.store.get if self.keep else self.store.brief
+        prior = found(trace_id, self.hash)
+        if prior is None:
+            return False
+        if prior.status == "parse_error" and self.retry_failed:
+            self.reask.add(trace_id)
+        prior = kept_on_rerun(prior, self.summary, retry_failed=self.retry_failed)
+        if prior is None:
+            return False
+        if isinstance(prior, Annotation):
+            self.results[index] = prior
+        return True
 
     # ------------------------------------------------------------------ the call hook
     def key(self, prompt: Prompt) -> str:
@@ -384,7 +401,8 @@ class _Runner(BatchRounds):
             except OSError as exc:
                 # Disk full: stop; the answer stays in memory (the run keeps it for the
                 # caller and rescues it at the end) and uncharged in the cache.
-                self.results[index] = ann
+                if self.keep:
+                    self.results[index] = ann
                 self.unwritten.append(ann)
                 self.summary.cost_usd += ann.cost_usd or 0.0  # paid, written or not
                 if self.stopped is None:
@@ -394,7 +412,8 @@ class _Runner(BatchRounds):
             # Only now that a record carries their cost: a crash before this line
             # leaves them uncharged, and the rerun's record charges them.
             self.cache.mark_charged(calls.charge_keys)
-        self.results[index] = ann
+        if self.keep:
+            self.results[index] = ann
         s = self.summary
         if reason is None:
             s.done += 1
@@ -452,10 +471,12 @@ class _Runner(BatchRounds):
         else:
             _, left = await self.work(items, "live")
         if self.stopped is not None:
-            # What no worker got to: report it (resumed ones are filled in, not reported).
-            left += list(items)
-            left.sort(key=lambda item: item[0])
-            self.summary.not_attempted = [trace.id for _, trace in left]
+            # What no worker got to: report it (resumed ones are filled in, not reported);
+            # by id, so the rest of a streamed input is read through, not held.
+            ids = [(index, trace.id) for index, trace in left]
+            ids += [(index, trace.id) for index, trace in items]
+            ids.sort(key=lambda item: item[0])
+            self.summary.not_attempted = [trace_id for _, trace_id in ids]
             self.summary.stopped = self.stopped.reason
             self.summary.stop_message = self.stopped.message
         self.settle_kept_batches(state)

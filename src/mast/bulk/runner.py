@@ -108,6 +108,7 @@ async def aannotate_many(
     seed: int | None = None,
     limiter: Limiter | None = None,
     process_pool: bool | int | ProcessPool = True,
+    keep: bool = True,
 ) -> AnnotationRun:
     """Async twin of :func:`annotate_many` (same arguments); use it inside an event loop.
 
@@ -148,6 +149,7 @@ async def aannotate_many(
                 max_batch_rounds=max_batch_rounds,
                 seed=seed,
                 limiter=limiter,
+                keep=keep,
             )
     finally:
         if pool is not None and owned:
@@ -256,8 +258,11 @@ async def _annotate_once(
     max_batch_rounds: int,
     seed: int | None,
     limiter: Limiter | None,
+    keep: bool,
 ) -> AnnotationRun:
     check_run_settings(judge, concurrency=concurrency, budget_usd=budget_usd, on_stop=on_stop)
+    if not keep and out is None:
+        raise ValueError("keep=False needs out=: the records are kept only in the results file")
     check_budget_scope(budget_scope)
     if judge.provider is None:
         batch = False  # the heuristic judge makes no calls
@@ -303,6 +308,7 @@ async def _annotate_once(
             batch_poll_interval=batch_poll_interval,
             max_batch_rounds=max_batch_rounds,
             seed=seed,
+            keep=keep,
         )
         if store is not None and store.repaired:
             log.warning("%s: %s", store.path, store.repaired)
@@ -363,6 +369,7 @@ def annotate_many(
     max_batch_rounds: int = 6,
     seed: int | None = None,
     process_pool: bool | int = True,
+    keep: bool = True,
 ) -> AnnotationRun:
     """Annotate ``traces`` with ``judge``: concurrent, rate-limited, retried, cached,
     resumable, within a budget. Works from plain code and inside a running event loop
@@ -419,11 +426,19 @@ def annotate_many(
         one trace in flight leaves nothing to overlap); a number of processes; or ``False``
         for a thread of this process (see :mod:`mast.judge.offload.loop`). Results are the
         same either way; a job a process cannot do goes to the thread.
+    keep:
+        ``True`` (default): return every record. ``False`` (needs ``out``): a streaming run
+        for inputs of any size, as ``mast annotate`` runs: memory holds no record (read them
+        with :func:`mast.read_annotations`), traces are read as the workers take them (pass a
+        lazy input such as :func:`mast.load_traces`), records of earlier runs are judged by
+        the fields a rerun needs (status, ``error_kind``) without reading them whole, and the
+        returned run is empty but for its ``.summary``.
 
     Returns
     -------
     AnnotationRun
-        A list of annotations in input order (one per distinct trace id) with ``.summary``.
+        A list of annotations in input order (one per distinct trace id) with ``.summary``
+        (none with ``keep=False``).
         With ``Judge(samples=K)`` every trace is judged K times (K passes, each resumable and
         cached on its own; ``judge["sample"]`` tells them apart): K records per trace, in
         trace order, and one summary (see :func:`mast.consensus`).
@@ -449,6 +464,7 @@ def annotate_many(
         max_batch_rounds=max_batch_rounds,
         seed=seed,
         process_pool=process_pool,
+        keep=keep,
     )
 
     async def once() -> AnnotationRun:

@@ -40,12 +40,19 @@ from typing import IO, TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from mast.bulk.store_compact import (
-    _parse,
-    _records,
     compact_lines,
     read_ledger,
     shard_paths,
     write_ledger,
+)
+from mast.bulk.store_index import (
+    RecordBrief,
+    RecordKey,
+    StoreIndex,
+    _lines,
+    _parse,
+    _records,
+    brief_of,
 )
 from mast.bulk.syncer import BackgroundSync
 from mast.errors import MastError
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "RecordBrief",
     "RecordKey",
     "ResultsFileWarning",
     "ResultsStore",
@@ -64,8 +72,6 @@ __all__ = [
     "shard_paths",
     "to_frame",
 ]
-
-RecordKey = tuple[str, "str | None"]
 
 
 class ResultsFileWarning(UserWarning):
@@ -199,7 +205,11 @@ class ResultsStore:
 
     Opening it repairs a torn last line, takes an exclusive lock (two runs writing one file
     would duplicate work; the lock dies with its process) and indexes the records so a run
-    can ask :meth:`get` for a key's latest record.
+    can ask :meth:`get` for a key's latest record, or :meth:`brief` for what deciding about
+    it needs. The index holds where each key's lines are and a few fields of its latest
+    record, not the records: a record is read back and validated when :meth:`get` asks for
+    it (see :mod:`mast.bulk.store_index`), so opening a large file costs one JSON parse per
+    line and little memory.
     """
 
     def __init__(
@@ -215,15 +225,9 @@ class ResultsStore:
         self._syncer: BackgroundSync | None = None
         self.repaired: str | None = None
         """What was done to a torn last line on opening (None = nothing to repair)."""
-        self.skipped_lines = 0
-        """Unreadable lines in the middle of the file (ignored)."""
-        self._index: dict[RecordKey, Annotation] = {}
-        # Where each key's lines are, for the compaction at close (byte offsets).
-        self._first: dict[RecordKey, int] = {}
-        self._latest: dict[RecordKey, tuple[int, int]] = {}
-        self._drop: set[int] = set()
-        self._in_file_usd = 0.0  # cost of every record line in the file, superseded too
-        self._superseded_usd = 0.0  # of those, lines a compaction removes
+        self._skipped = 0
+        self._reader: IO[bytes] | None = None
+        self._index = StoreIndex(self._read_at)
         self._appended = 0
         self._compact = compact
         self.write_error: OSError | None = None
@@ -244,6 +248,8 @@ class ResultsStore:
             self._load()
         except BaseException:
             self._file.close()
+            if self._reader is not None:
+                self._reader.close()
             raise
         if created and fsync:
             _fsync_dir(self.path.parent)
@@ -295,26 +301,25 @@ class ResultsStore:
         self._flush()
 
     def _load(self) -> None:
-        for _number, offset, size, item, _torn in _records(self.path):
-            if isinstance(item, Exception):
-                self.skipped_lines += 1
+        for _number, offset, size, line, _torn in _lines(self.path):
+            try:
+                brief = brief_of(line)
+            except ValueError:
+                self._skipped += 1
                 continue
-            self._remember(item, offset, size)
+            self._index.add(brief, offset, size, line=line)
 
-    def _remember(self, item: Annotation, offset: int, length: int) -> None:
-        """Index ``item``, the line of ``length`` bytes at ``offset``; a key seen before
-        makes its earlier line superseded (compacted away when the store closes)."""
-        key = record_key(item)
-        prior = self._index.get(key)
-        if prior is None:
-            self._first[key] = offset
-        else:
-            # Not the key's first line: the latest line is written at the first one's place.
-            self._superseded_usd += prior.cost_usd or 0.0
-            self._drop.add(offset)
-        self._in_file_usd += item.cost_usd or 0.0
-        self._latest[key] = (offset, length)
-        self._index[key] = item
+    def _read_at(self, offset: int, length: int) -> bytes:
+        """The bytes of one line of the file (a reader of its own: appends go on meanwhile)."""
+        if self._reader is None:
+            self._reader = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
+        self._reader.seek(offset)
+        return self._reader.read(length)
+
+    @property
+    def skipped_lines(self) -> int:
+        """Lines of the file that are not readable records (ignored)."""
+        return self._skipped + self._index.unreadable
 
     def _flush(self) -> None:
         self._file.flush()
@@ -325,12 +330,18 @@ class ResultsStore:
         return len(self._index)
 
     def get(self, trace_id: str, config_hash: str | None) -> Annotation | None:
-        """The latest record for this key, or None."""
-        return self._index.get((trace_id, config_hash))
+        """The latest record for this key, read back and validated, or None."""
+        return self._index.record((trace_id, config_hash))
+
+    def brief(self, trace_id: str, config_hash: str | None) -> RecordBrief | None:
+        """What a rerun decides by (status, ``error_kind``, cost) of this key's latest
+        record, without reading the record; None when there is none."""
+        return self._index.brief((trace_id, config_hash))
 
     def records(self) -> list[Annotation]:
         """The latest record of every key, in order of first appearance."""
-        return list(self._index.values())
+        found = (self._index.record(key) for key in list(self._index))
+        return [a for a in found if a is not None]
 
     def append(self, annotation: Annotation) -> None:
         """Write one record as one line; flushed and fsynced before returning (fsynced
@@ -354,35 +365,42 @@ class ResultsStore:
             self._good_size = offset  # what was on disk before this line
             raise
         self._appended += 1
-        self._remember(annotation, offset, len(line))
+        brief = RecordBrief(
+            trace_id=annotation.trace_id,
+            config_hash=record_key(annotation)[1],
+            status=annotation.status,
+            error_kind=annotation.error_kind,
+            cost_usd=annotation.cost_usd,
+        )
+        self._index.add(brief, offset, len(line))
 
     @property
     def spent_usd(self) -> float:
         """USD charged to the records of this results file by every run so far: the
         records in it (superseded ones too) plus those compacted away (the ledger beside
         it, see :mod:`mast.bulk.store_compact`). Records of unknown cost count 0."""
-        return read_ledger(self.path).carried_usd + self._in_file_usd
+        return read_ledger(self.path).carried_usd + self._index.in_file_usd
 
     def _housekeeping(self) -> None:
         """At close: one line per key, and the money spent recorded beside the file."""
-        if not (self._appended or (self._compact and self._drop)):
+        index = self._index
+        if not (self._appended or (self._compact and index.drop)):
             return
         carried = read_ledger(self.path).carried_usd
-        compacting = self._compact and bool(self._drop)
+        compacting = self._compact and bool(index.drop)
         if compacting:
-            carried += self._superseded_usd
-        if carried or self._in_file_usd:  # no money, no ledger (e.g. the heuristic judge)
+            carried += index.superseded_usd
+        if carried or index.in_file_usd:  # no money, no ledger (e.g. the heuristic judge)
             write_ledger(
                 self.path,
                 carried_usd=carried,
-                in_file_usd=self._in_file_usd - (self._superseded_usd if compacting else 0.0),
-                records=len(self._index),
+                in_file_usd=index.in_file_usd - (index.superseded_usd if compacting else 0.0),
+                records=len(index),
             )
         if compacting:
             # After the ledger: a crash between the two counts the superseded lines'
             # money twice (a budget stops early), never not at all.
-            replace = {self._first[k]: where for k, where in self._latest.items()}
-            compact_lines(self.path, self._drop, replace)
+            compact_lines(self.path, index.drop, index.replacements())
 
     def close(self) -> None:
         """Make every record durable, release the lock and close the file. After a failed
@@ -390,6 +408,8 @@ class ResultsStore:
         on disk, is cut off, and the records before it are kept."""
         if self._file.closed:
             return
+        if self._reader is not None:
+            self._reader.close()
         if self.write_error is not None:
             self._close_after_failure()
             return

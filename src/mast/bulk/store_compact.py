@@ -26,15 +26,13 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import ValidationError
-
+from mast.bulk.store_index import _lines, brief_of
 from mast.errors import MastError
-from mast.judge.annotation import SCHEMA_VERSION, Annotation
 
 __all__ = [
     "Ledger",
@@ -136,40 +134,6 @@ def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
             os.close(dir_fd)
 
 
-def _parse(line: bytes) -> Annotation:
-    record = json.loads(line)
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    version = record.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise ValueError(
-            f"record schema_version {version} is newer than this mast ({SCHEMA_VERSION}); "
-            "upgrade mast to read it"
-        )
-    return Annotation.model_validate(record)
-
-
-def _records(path: Path) -> Iterator[tuple[int, int, int, Annotation | Exception, bool]]:
-    """``(line number, byte offset, bytes with the newline, record or error, is the torn
-    last line)`` for each line that is not blank."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    lines = data.split(b"\n")
-    torn_tail = not data.endswith(b"\n")
-    if not torn_tail:
-        lines.pop()  # the empty string after the final newline
-    offset = 0
-    for number, line in enumerate(lines, start=1):
-        here, offset = offset, offset + len(line) + 1
-        last = number == len(lines)
-        if not line.strip():
-            continue
-        try:
-            yield number, here, len(line) + 1, _parse(line), False
-        except (ValueError, ValidationError) as exc:
-            yield number, here, len(line) + 1, exc, last and torn_tail
-
-
 def spent_so_far(path: str | Path) -> float:
     """USD charged to the records of a results file, or of every shard of a results
     folder, by every run so far (superseded and compacted records included; see
@@ -183,9 +147,10 @@ def spent_so_far(path: str | Path) -> float:
     for file in shard_paths(path) if path.is_dir() else [path]:
         if file.is_file():
             total += read_ledger(file).carried_usd
-            for *_, item, _torn in _records(file):
-                if isinstance(item, Annotation):
-                    total += item.cost_usd or 0.0
+            for *_, line, _torn in _lines(file):
+                # The cost is all it needs: no record is validated (see store_index).
+                with contextlib.suppress(ValueError):
+                    total += brief_of(line).cost_usd or 0.0
     return total
 
 

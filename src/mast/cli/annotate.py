@@ -11,7 +11,9 @@ configuration errors, 3 when the budget stopped the run with traces not attempte
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,7 @@ def _redact_pattern(text: str) -> tuple[str, str]:
 
 
 def _cmd_annotate(args: argparse.Namespace) -> int:
-    from mast.cli.inputs import input_notes
+    from mast.cli.inputs import InputNotes
     from mast.cli.inputs import load_inputs as load_traces
     from mast.errors import TraceFormatError
 
@@ -114,35 +116,45 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
             return annotate_on_ray(args, judges[0], _run_options(args))
         except KeyboardInterrupt:
             return interrupted(args.out)
+    # The traces are streamed: read as the workers take them, never all held in memory
+    # (each judge reads the inputs again). Unreadable inputs are listed after the first
+    # pass, which is when they are known.
     errors: list[TraceFormatError] = []
-    if not args.quiet:
-        print("mast: loading traces …", file=sys.stderr)
-    traces = list(
-        load_traces(
+    notes = InputNotes()
+
+    def read(first: bool) -> Iterator[Any]:
+        for trace in load_traces(
             args.inputs,
             format=args.format,
             on_error="skip",
-            errors=errors,
+            errors=errors if first else [],
             ground_truth=args.ground_truth,
-        )
-    )
-    for err in errors[:10]:
-        print(f"mast: skipped unreadable input: {err}", file=sys.stderr)
-    if len(errors) > 10:
-        print(f"mast: … and {len(errors) - 10} more unreadable input(s)", file=sys.stderr)
-    if not traces:
+        ):
+            if first:
+                notes.see(trace)
+            yield trace
+
+    traces = read(first=True)
+    head = next(traces, None)  # nothing readable: say so before a results file is made
+    if head is None:
+        _unreadable(errors)
         print("mast: error: no trace could be loaded from the inputs", file=sys.stderr)
         return 1
     codes = []
-    for judge in judges:
+    for number, judge in enumerate(judges):
         if len(judges) > 1:
             print(f"== {judge.model} ==")
-        codes.append(_run(judge, traces, args))
-        if codes[-1] == 130:
-            return 130
+        stream = itertools.chain([head], traces) if number == 0 else read(first=False)
+        codes.append(_run(judge, stream, args))
+        if codes[-1] in (2, 130):  # two traces with one id, or interrupted
+            return codes[-1]
+        if number == 0:
+            for _ in traces:  # a run that stopped early: read the rest for the notes
+                pass
+            _unreadable(errors)
     if errors:
         print(f"{len(errors)} input(s) could not be read (listed on stderr)")
-    for note in input_notes(traces):
+    for note in notes.lines():
         print(note)
     print(f"results: {args.out}")
     if len(judges) > 1 or args.samples > 1:
@@ -150,6 +162,13 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
     if EXIT_BUDGET in codes:
         return EXIT_BUDGET
     return 0 if 0 in codes else 1
+
+
+def _unreadable(errors: list[Any]) -> None:
+    for err in errors[:10]:
+        print(f"mast: skipped unreadable input: {err}", file=sys.stderr)
+    if len(errors) > 10:
+        print(f"mast: … and {len(errors) - 10} more unreadable input(s)", file=sys.stderr)
 
 
 def _judge(model: str, args: argparse.Namespace) -> Any:
@@ -211,7 +230,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
+def _run(judge: Any, traces: Iterable[Any], args: argparse.Namespace) -> int:
     """Annotate ``traces`` with one judge (all its samples) and print the summary."""
     from mast.bulk.runner import annotate_many
 
@@ -224,11 +243,19 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
             batch=args.batch,
             batch_poll_interval=args.batch_poll,
             process_pool=not args.no_process_pool,
+            # Streaming: the summary is all this needs, and memory stays flat at any size
+            # (--attribution counts the decisive errors named, so it keeps the records).
+            keep=bool(args.attribution),
             **_run_options(args),
         )
     except KeyboardInterrupt:
         return interrupted(args.out)
     summary = run.summary
+    if summary.stopped == "duplicate":
+        # The input is streamed, so two traces with one id are found when the second is
+        # read; what was annotated before it is kept in the results file (a rerun resumes).
+        print(f"mast: error: {summary.stop_message}", file=sys.stderr)
+        return 2
     print(summary.format())
     if args.attribution:
         named = sum(1 for a in run if a.decisive_error is not None)
@@ -249,7 +276,8 @@ def _run(judge: Any, traces: list[Any], args: argparse.Namespace) -> int:
         return 1  # stopped before anything could be done, or results could not be written
     if summary.stopped == "budget" and summary.not_attempted:
         return EXIT_BUDGET  # work is left: a script must not take this run for finished
-    ok = sum(a.status == "ok" for a in run)
+    # Records with an answer: made now, or kept from earlier runs (not failures kept).
+    ok = summary.done + summary.resumed - sum(summary.failed_earlier.values())
     return 0 if ok else 1
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # imported where needed: `mast --help` stays fast
     from mast.traces.limits import ReadLimits
     from mast.traces.model import Trace
 
-__all__ = ["add_input_options", "format_name", "input_notes", "load_inputs"]
+__all__ = ["InputNotes", "add_input_options", "format_name", "input_notes", "load_inputs"]
 
 
 def format_name(text: str) -> str:
@@ -115,35 +115,64 @@ def load_inputs(inputs: str | Path | list[str | Path], **options: Any) -> Iterat
         yield from load_traces(rest, **options)
 
 
-def _shown(traces: list[Trace]) -> str:
-    names = ", ".join(t.id for t in traces[:5])
-    return names + (" …" if len(traces) > 5 else "")
+class InputNotes:
+    """:func:`input_notes` for traces seen one at a time (a streamed input): it keeps counts
+    and the first few ids, never the traces.
 
+    >>> from mast.traces.model import Trace
+    >>> notes = InputNotes()
+    >>> for i in range(7):
+    ...     notes.see(Trace(id=f"t{i}", format="text", segmented=False))
+    >>> notes.lines()[0].endswith("each is one step): t0, t1, t2, t3, t4 …")
+    True
+    """
 
-def input_notes(traces: Iterable[Trace]) -> list[str]:
-    """Lines for the summary about traces read in a way a person may not expect."""
-    from mast.traces.model import Outcome
+    def __init__(self) -> None:
+        self._plain: list[str] = []
+        self._no_truth: list[str] = []
+        self._counts = [0, 0]
 
-    plain: list[Trace] = []
-    no_truth: list[Trace] = []
-    for trace in traces:
+    def see(self, trace: Trace) -> None:
+        """Note one trace read."""
+        from mast.traces.model import Outcome
+
         if trace.format == "text" and not trace.segmented:
-            plain.append(trace)
+            self._note(0, self._plain, trace.id)
         if (
             trace.format == "itbench"
             and trace.outcome is Outcome.UNKNOWN
             and "ground_truth_file" not in trace.metadata
         ):
-            no_truth.append(trace)
-    notes = []
-    if plain:
-        notes.append(
-            f"{len(plain)} plain-text trace(s) (no known framework log format; each is one "
-            f"step): {_shown(plain)}"
-        )
-    if no_truth:
-        notes.append(
-            f"{len(no_truth)} ITBench trial(s) without ground truth (outcome unknown): "
-            f"{_shown(no_truth)}; pass --ground-truth PATH"
-        )
-    return notes
+            self._note(1, self._no_truth, trace.id)
+
+    def _note(self, which: int, ids: list[str], trace_id: str) -> None:
+        self._counts[which] += 1
+        if len(ids) <= 5:  # one more than shown: "…" says there are more
+            ids.append(trace_id)
+
+    def lines(self) -> list[str]:
+        """Lines for the summary about traces read in a way a person may not expect."""
+        notes = []
+        if self._counts[0]:
+            notes.append(
+                f"{self._counts[0]} plain-text trace(s) (no known framework log format; each "
+                f"is one step): {_shown(self._plain)}"
+            )
+        if self._counts[1]:
+            notes.append(
+                f"{self._counts[1]} ITBench trial(s) without ground truth (outcome unknown): "
+                f"{_shown(self._no_truth)}; pass --ground-truth PATH"
+            )
+        return notes
+
+
+def _shown(ids: list[str]) -> str:
+    return ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
+
+
+def input_notes(traces: Iterable[Trace]) -> list[str]:
+    """Lines for the summary about traces read in a way a person may not expect."""
+    notes = InputNotes()
+    for trace in traces:
+        notes.see(trace)
+    return notes.lines()
