@@ -3,7 +3,6 @@ the same local server (see ``_server.py``), one after the other, in the same run
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -22,6 +21,7 @@ from _common import (
     percentile,
     python_child,
 )
+from _cost import cost
 from _official import Official
 from _ratelimit import ratelimit
 from _server import ServerProcess
@@ -43,6 +43,7 @@ class Config:
     memory_bytes: int = 200_000_000
     cost_traces: int = 200
     cost_concurrency: int = 4
+    cost_long_traces: int = 4  # synthetic ~1 MB traces, priced in a row of their own
     fewshot: int = 2
     agreement_traces: int = 1642
     bootstrap: int = 2000
@@ -79,6 +80,7 @@ class Config:
                 overhead_traces=30,
                 memory_bytes=20_000_000,
                 cost_traces=20,
+                cost_long_traces=2,
                 distributed_traces=20,
                 bootstrap=200,
                 baseline_resamples=20,
@@ -99,6 +101,7 @@ class Config:
             warmup=1,
             memory_bytes=2_000_000,
             cost_traces=4,
+            cost_long_traces=0,
             distributed_traces=4,
             agreement_traces=200,
             bootstrap=20,
@@ -109,6 +112,11 @@ class Config:
             rate_official=0,
             mode=mode,
         )
+
+
+# The 0.5 s and 2 s server rows measure the CPU a trace takes on this machine (issue 37:
+# information, not targets; the overhead row's ratio to the official annotator is the target).
+STRESS = "reported (CPU stress: issue 21 asked ≥ 85% of N·L/C, ≥ 20× faster)"
 
 
 def _fresh(path: Path) -> Path:
@@ -261,8 +269,8 @@ def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str,
             f"{fmt_s(ours['wall_s'])} (annotate_many, C={conc}; {ok}/{n} ok)",
             f"{fmt_s(off['wall_s'])} (one at a time, as its README shows)",
             fmt_ratio(speedup) + " faster",
-            "≥ 20× faster",
-            speedup >= 20,
+            STRESS,
+            None,
             "" if speedup >= 20 else why,
         )
     )
@@ -273,9 +281,9 @@ def throughput(cfg: Config, official: Official, rows: list[Row], data: dict[str,
             _share_text(ours["wall_s"], ideal, floor),
             f"ideal N·L/C = {fmt_s(ideal)}; with whole rounds ⌈N/C⌉·L = {fmt_s(floor)}",
             f"{efficiency:.2f}",
-            f"≥ 85% of N·L/C (C={conc}, L={lat:g} s)",
-            efficiency >= 0.85,
-            "" if efficiency >= 0.85 else why,
+            STRESS,
+            None,
+            why,
         )
     )
     rows.append(
@@ -356,9 +364,9 @@ def _throughput_wide(
                     _share_text(ours["wall_s"], ideal, bound) + f" ({ok}/{n} ok)",
                     f"ideal N·L/C = {fmt_s(ideal)}; with whole rounds ⌈N/C⌉·L = {fmt_s(bound)}",
                     f"{share:.2f}",
-                    f"≥ 85% of N·L/C (C={conc}, L={lat:g} s)",
-                    share >= 0.85,
-                    note,
+                    STRESS,
+                    None,
+                    note or "CPU-bound: " + _cpu_story(ours, n, corpus),
                 )
             )
 
@@ -400,18 +408,20 @@ def overhead(cfg: Config, official: Official, rows: list[Row], data: dict[str, A
         "profile_shares": prof["profile"],
         "warmup_excluded": w,
     }
-    target = 0.010  # issue 21 (issue 9 asked for 20 ms)
+    ratio = m_ours / m_off
+    cpu = ours["cpu_s"] / max(1, ours["traces"])
     rows.append(
         Row(
             "overhead",
-            f"Overhead per {cfg.overhead_chars // 1000}k-char trace, zero-latency server: "
-            "load + render + call + parse + store",
-            f"median {fmt_s(m_ours)}, p95 {fmt_s(p_ours)}",
+            f"Overhead per {cfg.overhead_chars // 1000}k-char trace, zero-latency server, "
+            "one at a time: load + render + call + parse + store",
+            f"median {fmt_s(m_ours)}, p95 {fmt_s(p_ours)} ({fmt_s(cpu)} CPU per trace in the "
+            "process)",
             f"median {fmt_s(m_off)}, p95 {fmt_s(p_off)} (render + call + parse only)",
-            fmt_ratio(m_ours / m_off),
-            "≤ 10 ms median (ours)",
-            m_ours <= target,
-            "" if m_ours <= target else f"where ours spends the time (profiled): {top}",
+            fmt_ratio(ratio),
+            "≤ 4× the official (median)",  # issue 37 (issue 21: ≤ 10 ms, issue 9: 20 ms)
+            ratio <= 4,
+            f"where ours spends the time (profiled): {top}",
         )
     )
     rows.append(
@@ -496,13 +506,16 @@ def memory(cfg: Config, official: Official, rows: list[Row], data: dict[str, Any
 
 
 # ------------------------------------------------------------------------ 4 cost
-def _official_examples(cfg: Config, work: Path, fewshot: int | None = None) -> Path | None:
+def _official_examples(
+    cfg: Config, work: Path, fewshot: int | str | None = "config"
+) -> Path | None:
     """The judge's few-shot examples written the way the official examples file lays them
     out (a header per example, the explanation, then the trace excerpt), so that both
-    annotators get the same examples."""
+    annotators get the same examples. ``fewshot``: a count, None for the judge's default
+    excerpts, or "config" for the benchmark's setting."""
     import mast
 
-    count = cfg.fewshot if fewshot is None else fewshot
+    count = cfg.fewshot if fewshot == "config" else fewshot
     if count == 0:
         return None
     judge = mast.Judge(
@@ -532,207 +545,6 @@ def _official_examples(cfg: Config, work: Path, fewshot: int | None = None) -> P
     path = work / f"official_examples_{count}.txt"
     path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
     return path
-
-
-def _usd(inp: float, cached: float, out: float, model: str) -> float:
-    from mast.judge.providers.usage import Usage
-
-    cost = _prices().cost(
-        f"openai/{model}",
-        Usage(input_tokens=int(inp), cached_input_tokens=int(cached), output_tokens=int(out)),
-    )
-    return float(cost or 0.0)
-
-
-def _without_big(
-    cfg: Config, mad: Path, ours: dict[str, Any], batch: dict[str, Any], off: dict[str, Any]
-) -> dict[str, Any] | None:
-    """Per-trace cost of both sides over the traces under 500k characters, or None when the
-    bills cannot be matched to traces (an official call failed or was retried)."""
-    records = json.loads(mad.read_text(encoding="utf-8"))
-    big = {int(r["trace_id"]) for r in records if len(r["trace"]["trajectory"]) >= 500_000}
-    if len(off["in_order"]) != len(records) or not big:
-        return None
-    small_off = [u for r, u in zip(records, off["in_order"], strict=True)
-                 if int(r["trace_id"]) not in big]  # fmt: skip
-
-    def ours_small(bill: dict[str, Any]) -> list[list[int]]:
-        return [u for tid, u in bill["by_trace"].items() if int(tid.rsplit("/", 1)[-1]) not in big]
-
-    mine, batched = ours_small(ours), ours_small(batch)
-    m = len(small_off)
-    if len(mine) != m or len(batched) != m:
-        return None
-
-    def total(rows: list[list[int]], i: int) -> float:
-        return sum(r[i] for r in rows) / m
-
-    def usd(rows: list[list[int]]) -> float:
-        return sum(_usd(*r, cfg.model) for r in rows) / m
-
-    return {
-        "big": len(big),
-        "ours_input": total(mine, 0),
-        "ours_cached": total(mine, 1),
-        "ours_output": total(mine, 2),
-        "ours_usd": usd(mine),
-        "batch_usd": usd(batched) * 0.5,
-        "official_input": total(small_off, 0),
-        "official_output": total(small_off, 2),
-        "official_usd": usd(small_off),
-    }
-
-
-def cost(cfg: Config, official: Official, rows: list[Row], data: dict[str, Any]) -> None:
-    work = _fresh(cfg.work / "cost")
-    mad = work / "mad.json"
-    _corpus.write_mad_sized(mad, cfg.cost_traces, seed=1, big=cfg.big_traces)
-    n = cfg.cost_traces
-    bills: dict[str, Any] = {}
-    # The zero-shot pass is informational; the smoke mode leaves it out to stay short.
-    for shots in (cfg.fewshot, 0) if cfg.mode != "smoke" else (cfg.fewshot,):
-        examples = _official_examples(cfg, work, shots)
-        for side, task in (("ours", "many"), ("ours_batch", "batch"), ("official", None)):
-            if shots == 0 and side == "ours_batch":
-                continue
-            with ServerProcess(latency=0.0, workdir=work) as server:
-                if task is None:
-                    official.annotate(
-                        mad, base_url=server.openai_base_url, model=cfg.model, examples=examples
-                    )
-                    usage = server.usage()
-                    bills[f"{side}_{shots}"] = _bill(usage, cfg.model, "official")
-                    # One request per trace, in file order (it annotates one after the other).
-                    bills[f"{side}_{shots}"]["in_order"] = [
-                        [u["input"], u["cached"], u["output"]]
-                        for u in usage
-                        if u["side"] == "official"
-                    ]
-                else:
-                    res = python_child(
-                        [
-                            task,
-                            "--data",
-                            str(mad),
-                            "--base-url",
-                            server.openai_base_url,
-                            "--model",
-                            cfg.model,
-                            "--fewshot",
-                            str(shots),
-                            "--concurrency",
-                            str(cfg.cost_concurrency),
-                            "--workdir",
-                            str(_fresh(work / side)),
-                        ]
-                    ).result
-                    bill = _bill(server.usage(), cfg.model, "ours")
-                    bill["runner_cost_usd"] = res["cost_usd"]
-                    bill["statuses"] = res["statuses"]
-                    bill["by_trace"] = res["usage_by_trace"]
-                    bills[f"{side}_{shots}"] = bill
-    data["cost"] = {
-        "model": cfg.model,
-        "traces": n,
-        "bills": bills,
-        "prices": _prices().lookup(f"openai/{cfg.model}").model_dump(),
-    }
-
-    def per(b: dict[str, Any], k: str) -> float:
-        return float(b[k]) / n
-
-    def describe(b: dict[str, Any]) -> str:
-        return (
-            f"${per(b, 'usd'):.4f}/trace (in {per(b, 'input'):,.0f} tok, "
-            f"{per(b, 'cached') / max(1.0, per(b, 'input')):.0%} cached; "
-            f"out {per(b, 'output'):,.0f} tok)"
-        )
-
-    k = cfg.fewshot
-    off, ours, batch = bills[f"official_{k}"], bills[f"ours_{k}"], bills[f"ours_batch_{k}"]
-    r_cache = ours["usd"] / off["usd"]
-    r_batch = batch["usd"] / off["usd"]
-    # Whether OpenAI's batch API also serves cached prefixes is not stated for every model:
-    # the same batch bill with no cached token at all is the conservative bound.
-    batch_uncached = _usd(batch["input"], 0, batch["output"], cfg.model) * 0.5
-    prices = _prices().lookup(f"openai/{cfg.model}")
-
-    def reason(ratio: float) -> str:
-        return (
-            f"ours {per(ours, 'input') - per(ours, 'cached'):,.0f} uncached + "
-            f"{per(ours, 'cached'):,.0f} cached input and {per(ours, 'output'):,.0f} output "
-            f"tokens per trace against the official {per(off, 'input'):,.0f} uncached input "
-            f"and {per(off, 'output'):,.0f} output (output costs "
-            f"{prices.output / prices.input:.0f}× input, cached input "
-            f"{prices.cached_input / prices.input:.2f}×); ratio {ratio:.2f}"
-        )
-
-    what = f"Cost per trace, {cfg.model}, {k}-shot both sides, {n} MAD-size traces"
-    rows.append(
-        Row(
-            "cost",
-            f"{what} — prompt caching",
-            describe(ours),
-            describe(off),
-            fmt_ratio(r_cache),
-            "≤ 0.75×",
-            r_cache <= 0.75,
-            "" if r_cache <= 0.75 else reason(r_cache),
-        )
-    )
-    rows.append(
-        Row(
-            "cost",
-            f"{what} — batch API + caching",
-            describe(batch)
-            + f", batch −50% (with no cache hit in the batch: ${batch_uncached / n:.4f}/trace, "
-            f"{fmt_ratio(batch_uncached / off['usd'])})",
-            describe(off) + " (no batch mode)",
-            fmt_ratio(r_batch),
-            "≤ 0.4×",
-            r_batch <= 0.4,
-            "" if r_batch <= 0.4 else reason(r_batch),
-        )
-    )
-    split = _without_big(cfg, mad, ours, batch, off)
-    for bill in bills.values():  # per-trace lists: used above, too long for results.json
-        bill.pop("in_order", None)
-        bill.pop("by_trace", None)
-    if split is not None:
-        data["cost"]["without_big"] = split
-        rows.append(
-            Row(
-                "cost",
-                f"{what} — the same without the {split['big']} trace(s) of about 1 MB "
-                f"({n - split['big']} traces; caching / batch + caching)",
-                f"${split['ours_usd']:.4f} / ${split['batch_usd']:.4f} per trace "
-                f"(in {split['ours_input']:,.0f} tok, {split['ours_cached']:,.0f} cached; "
-                f"out {split['ours_output']:,.0f} tok)",
-                f"${split['official_usd']:.4f}/trace (in {split['official_input']:,.0f} tok; "
-                f"out {split['official_output']:,.0f} tok)",
-                f"{fmt_ratio(split['ours_usd'] / split['official_usd'])} / "
-                f"{fmt_ratio(split['batch_usd'] / split['official_usd'])}",
-                "reported",
-                None,
-                "the ~1 MB traces are built by repeating a trajectory, which compact rendering "
-                "shows once; the official prompt sends them whole",
-            )
-        )
-    if "official_0" not in bills:
-        return
-    off0, ours0 = bills["official_0"], bills["ours_0"]
-    rows.append(
-        Row(
-            "cost",
-            f"Cost per trace, {cfg.model}, zero-shot (the official package as installed "
-            "ships no examples)",
-            describe(ours0),
-            describe(off0),
-            fmt_ratio(ours0["usd"] / off0["usd"]),
-            "reported",
-            None,
-        )
-    )
 
 
 # ------------------------------------------------------------------------ 5 parser

@@ -135,6 +135,25 @@ def write_mad_sized(path: Path, n: int, *, seed: int = 0, big: int | None = None
     }
 
 
+def write_long(path: Path, n: int, *, seed: int = 0) -> dict[str, Any]:
+    """``n`` synthetic traces of about 1 MB (no real trajectory is that long: the longest,
+    ChatDev's, is repeated about six times), as a MAD full-format file; returns size stats."""
+    rng = random.Random(seed + 1)
+    src = sources()
+    records = []
+    for i in range(n):
+        source = source_for(src, i, BIG_CHARS)
+        records.append(record(source, 400_000 + i, _sized(source.text, BIG_CHARS, rng), rng))
+    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    lengths = sorted(len(r["trace"]["trajectory"]) for r in records)
+    return {
+        "traces": n,
+        "median_chars": lengths[len(lengths) // 2],
+        "max_chars": lengths[-1],
+        "file_bytes": path.stat().st_size,
+    }
+
+
 def write_uniform(path: Path, n: int, chars: int, *, seed: int = 0) -> None:
     """``n`` traces of about ``chars`` characters each (cut from every framework in turn)."""
     rng = random.Random(seed)

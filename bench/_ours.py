@@ -32,9 +32,27 @@ def judge(args: argparse.Namespace) -> mast.Judge:
         f"openai/{args.model}",
         base_url=args.base_url,
         api_key="dummy-key-for-localhost",
-        fewshot=args.fewshot,
+        fewshot=None if args.fewshot == "default" else int(args.fewshot),
         answer=args.answer,
     )
+
+
+def _record_requests(records: list[dict[str, Any]]) -> None:
+    """Record the parts of every request the OpenAI adapter sends and of the answer it
+    reads (the cost benchmark's breakdown): the bodies are the adapter's own."""
+    from _breakdown import request_parts
+
+    from mast.judge.providers import openai as adapter
+
+    send = adapter.OpenAIProvider.complete
+
+    async def complete(self: Any, prompt: Any, config: Any) -> Any:
+        body = self.request_body(prompt, config)
+        completion = await send(self, prompt, config)
+        records.append(request_parts(body, completion.text, completion.usage))
+        return completion
+
+    adapter.OpenAIProvider.complete = complete  # type: ignore[method-assign]
 
 
 def marked(items: Iterable[T], marks: list[float]) -> Iterator[T]:
@@ -51,6 +69,9 @@ def marked(items: Iterable[T], marks: list[float]) -> Iterator[T]:
 
 def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]:
     workdir = Path(args.workdir)
+    requests: list[dict[str, Any]] = []
+    if getattr(args, "breakdown", False):
+        _record_requests(requests)
     j = judge(args)
     marks: list[float] = []
     profiler = cProfile.Profile() if args.profile else None
@@ -118,7 +139,14 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         },
         "per_trace_s": per_trace,
         "fewshot": [ex.id for ex in j.examples],
+        **({"breakdown": _summed(requests, len(run))} if requests else {}),
     }
+
+
+def _summed(requests: list[dict[str, Any]], traces: int) -> dict[str, Any]:
+    from _breakdown import per_trace
+
+    return per_trace(requests, traces)
 
 
 def _children_cpu() -> float:
@@ -344,7 +372,7 @@ def main() -> int:
     r.add_argument("--data", required=True)
     r.add_argument("--base-url", required=True)
     r.add_argument("--model", required=True)
-    r.add_argument("--fewshot", type=int, default=2)
+    r.add_argument("--fewshot", default="2", help="a count, or 'default'")
     r.add_argument("--answer", choices=["full", "compact"], default="compact")
     r.add_argument("--concurrency", type=int, default=8)
     r.add_argument("--workers", type=int, default=1)
@@ -354,9 +382,10 @@ def main() -> int:
         p.add_argument("--data", required=True)
         p.add_argument("--base-url", required=True)
         p.add_argument("--model", required=True)
-        p.add_argument("--fewshot", type=int, default=2)
+        p.add_argument("--fewshot", default="2", help="a count, or 'default'")
         p.add_argument("--answer", choices=["full", "compact"], default="compact")
         p.add_argument("--concurrency", type=int, default=32)
+        p.add_argument("--breakdown", action="store_true", help="record request parts")
         p.add_argument("--workdir", required=True)
         p.add_argument("--profile", action="store_true")
         p.add_argument("--no-process-pool", action="store_true", help="long traces in a thread")
