@@ -583,3 +583,19 @@ def test_the_synopsis_names_only_options_that_exist() -> None:
             if option not in _options_of(sub.choices[command]):
                 unknown.append(f"mast {command} {option}")
     assert checked > 30 and not unknown, unknown
+
+
+def test_every_command_help_names_a_page_that_shows_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mast.cli import _build_parser
+
+    parser = _build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for command in sub.choices:
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        guide = re.search(r"Guide: (docs/[\w/.-]+\.md)", " ".join(capsys.readouterr().out.split()))
+        assert guide, f"`mast {command} --help` names no page"
+        page = (ROOT / guide.group(1)).read_text(encoding="utf-8")
+        assert f"mast {command}" in page, f"{guide.group(1)} never shows `mast {command}`"

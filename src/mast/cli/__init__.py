@@ -129,10 +129,9 @@ def _build_parser() -> argparse.ArgumentParser:
         register(sub)
     for name, command in sub.choices.items():
         page = _GUIDES.get(name)
-        if page and command.epilog is None:
-            command.epilog = (
-                f"Guide: docs/{page} in the repository (`mkdocs serve` shows the site)."
-            )
+        if page:  # after a command's own epilog (annotate's and validate's exit codes)
+            guide = f"Guide: docs/{page} in the repository (`mkdocs serve` shows the site)."
+            command.epilog = guide if command.epilog is None else f"{command.epilog}\n{guide}"
     return parser
 
 
