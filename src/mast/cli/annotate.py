@@ -29,7 +29,7 @@ attempted: the results file holds what was done; raise ``--budget`` to finish.""
 EXIT_CODES = (
     "exit status: 0 at least one trace annotated; 1 nothing could be done (or the results "
     "file could not be written); 2 usage or configuration error; 3 stopped by --budget "
-    "with traces not attempted (raise --budget and rerun to finish); 130 interrupted"
+    "with traces not attempted (raise --budget and rerun to finish); 130 interrupted."
 )
 
 # The methods of mast.judge.attribute.METHODS, spelled out so `mast --help` stays light.
