@@ -55,11 +55,14 @@ def _record_requests(records: list[dict[str, Any]]) -> None:
     adapter.OpenAIProvider.complete = complete  # type: ignore[method-assign]
 
 
-def marked(items: Iterable[T], marks: list[float]) -> Iterator[T]:
-    """Yield ``items``, noting when each next item was asked for (and the final ask)."""
+def marked(items: Iterable[T], marks: list[float], cpu: list[float] | None = None) -> Iterator[T]:
+    """Yield ``items``, noting when each next item was asked for (and the final ask), and
+    the process's CPU time then (all threads: the offloaded work of a trace included)."""
     it = iter(items)
     while True:
         marks.append(time.perf_counter())
+        if cpu is not None:
+            cpu.append(time.process_time())
         try:
             item = next(it)
         except StopIteration:
@@ -74,6 +77,7 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         _record_requests(requests)
     j = judge(args)
     marks: list[float] = []
+    cpu_marks: list[float] = []
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         # Profile the steady state: first-use imports and client setup happen here.
@@ -84,7 +88,7 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
     if profiler is not None:
         profiler.enable()
     run = mast.annotate_many(
-        marked(mast.load_traces(args.data), marks),
+        marked(mast.load_traces(args.data), marks, cpu_marks),
         j,
         out=workdir / "results.jsonl",
         cache=workdir / "cache",
@@ -111,6 +115,7 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         usage["cached"] += a.usage.cached_input_tokens or 0
         usage["output"] += a.usage.output_tokens or 0
     per_trace = [b - a for a, b in itertools.pairwise(marks)]
+    per_trace_cpu = [b - a for a, b in itertools.pairwise(cpu_marks)]
     return {
         "wall_s": wall,
         "cpu_s": cpu,
@@ -138,6 +143,7 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
             for a in run
         },
         "per_trace_s": per_trace,
+        "per_trace_cpu_s": per_trace_cpu,
         "fewshot": [ex.id for ex in j.examples],
         **({"breakdown": _summed(requests, len(run))} if requests else {}),
     }

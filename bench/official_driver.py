@@ -43,11 +43,12 @@ def annotate(args: argparse.Namespace) -> dict[str, Any]:
     # As the README's batch example: read the traces, annotate them one by one.
     records = json.loads(Path(args.data).read_text(encoding="utf-8"))
     per_trace: list[float] = []
+    per_trace_cpu: list[float] = []
     failures = 0
     errors = 0
     for record in records[: args.limit or None]:
         trace = record["trace"]["trajectory"]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             result = ann.produce_taxonomy(trace)
             failures += result["total_failures"]
@@ -55,6 +56,7 @@ def annotate(args: argparse.Namespace) -> dict[str, Any]:
             errors += 1
             print(f"API error: {exc}", file=sys.stderr)
         per_trace.append(time.perf_counter() - t0)
+        per_trace_cpu.append(time.process_time() - c0)
     sample = records[0]["trace"]["trajectory"] if records else ""
     prompt_chars = (
         len(ann._create_evaluation_prompt(sample))
@@ -68,6 +70,7 @@ def annotate(args: argparse.Namespace) -> dict[str, Any]:
         "failures_found": failures,
         "wall_s": time.perf_counter() - started,
         "per_trace_s": per_trace,
+        "per_trace_cpu_s": per_trace_cpu,
         "static_prompt_chars": None if prompt_chars is None else prompt_chars - len(sample),
     }
 
