@@ -296,11 +296,13 @@ def answer_for(body: dict[str, Any]) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------------------- limits
-def request_tokens(body: dict[str, Any]) -> int:
-    """What a request counts against a tokens-per-minute limit, as OpenAI counts it: the
-    prompt's tokens (estimated as it is billed) plus the ``max_tokens`` it asks for."""
+def request_tokens(body: dict[str, Any], output_tokens: int = 0) -> int:
+    """What a request counts against a tokens-per-minute limit: the prompt's tokens
+    (estimated as it is billed) plus the ``max_tokens`` it asks for, which OpenAI reserves
+    when the request arrives; a request without ``max_tokens`` counts the output it gets
+    (``output_tokens``; the fake writes its answer at once, so it is counted at arrival)."""
     text, n_messages = prompt_text(body)
-    out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    out = body.get("max_completion_tokens") or body.get("max_tokens") or output_tokens
     return tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages + int(out)
 
 
@@ -378,11 +380,11 @@ class Billing:
 
         body = request.body or {}
         batch = request.custom_id is not None
+        side, answer = answer_for(body)
         if self.limits is not None and not batch:
-            wait = self.limits.admit(request_tokens(body))
+            wait = self.limits.admit(request_tokens(body, tokens(len(answer))))
             if wait is not None:
                 return Reply.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
-        side, answer = answer_for(body)
         text, n_messages = prompt_text(body)
         input_tokens = tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages
         # Batch items are answered back to back; live requests finish after the latency.
@@ -394,7 +396,7 @@ class Billing:
         output_tokens = tokens(len(answer))
         usage = {"input": input_tokens, "cached": cached, "output": output_tokens}
         if self._log is not None:
-            line = json.dumps({"side": side, "batch": batch, **usage})
+            line = json.dumps({"side": side, "batch": batch, **usage, "latency": latency})
             with self._lock:
                 self._log.write(line + "\n")
                 self._log.flush()

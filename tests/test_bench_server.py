@@ -100,6 +100,9 @@ def test_request_tokens_count_the_prompt_and_max_tokens() -> None:
     body = {"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 500}
     text, n = _server.prompt_text(body)
     assert _server.request_tokens(body) == _server.tokens(len(text)) + 4 * n + 500
+    # Without max_tokens, the answer's tokens count (nothing is reserved at arrival).
+    del body["max_tokens"]
+    assert _server.request_tokens(body, 700) == _server.tokens(len(text)) + 4 * n + 700
 
 
 def test_lognormal_latency_has_the_median_and_p95_asked_for() -> None:

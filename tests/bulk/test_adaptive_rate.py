@@ -7,12 +7,13 @@ Checked by counts (server-side accounting against the run's), never by the clock
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from fake_llm_server import FakeLLMServer, RateWindow, Recorded, Reply, verdict_json
-from mast.bulk.ratelimit import RateLimiter
+from mast.bulk.ratelimit import RateLimiter, counted_tokens
 from mast.bulk.runner import annotate_many
 from mast.judge.judge import Judge
 from mast.judge.providers._errors import rate_limit_headers, translate_error
@@ -65,11 +66,10 @@ def test_each_429_lowers_the_shared_rate_to_what_was_accepted() -> None:
     now = [0.0]
     limiter = RateLimiter(window=60.0, adaptive=True, clock=lambda: now[0])
     assert limiter.limited and limiter.found_rpm is None
-    import asyncio
 
     async def admit(n: int) -> None:
         for _ in range(n):
-            await limiter.acquire()
+            (await limiter.acquire()).settle(100)  # answered: slow start lets more go
 
     asyncio.run(admit(30))  # 30 requests at t=0 ...
     now[0] = 10.0
@@ -119,3 +119,188 @@ def test_a_429_carries_the_stated_limit_and_reset(fake_llm: FakeLLMServer) -> No
     err = translate_error(info.value, provider="openai", model="m", env_var="OPENAI_API_KEY")
     assert getattr(err, "limit_requests", None) == 500.0
     assert getattr(err, "retry_after", None) == 2.0
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+def test_slow_start_doubles_the_calls_in_flight_until_the_first_429() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+    peaks: list[int] = []  # calls in flight at each grant
+
+    async def one() -> None:
+        grant = await limiter.acquire(tokens=10)
+        peaks.append(limiter.in_flight)
+        await asyncio.sleep(0)  # the call: other workers run meanwhile
+        await asyncio.sleep(0)
+        grant.settle(10)
+
+    async def go() -> None:
+        await asyncio.gather(*(one() for _ in range(40)))
+
+    asyncio.run(go())
+    assert len(peaks) == 40
+    assert peaks[:2] == [1, 2] and max(peaks[:2]) <= 2  # 2 in flight at first
+    assert max(peaks) > 2  # ... and more as calls are answered
+    assert limiter.slow_start is not None and limiter.slow_start >= 40  # one per answer
+    limiter.pause(1.0)  # the first 429 ends it: the rate learnt from it governs
+    assert limiter.slow_start is None and limiter.found_rpm is not None
+
+
+def test_slow_start_caps_in_flight_calls_by_count() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+
+    async def go() -> list[int]:
+        grants = [await limiter.acquire() for _ in range(2)]
+        third = asyncio.ensure_future(limiter.acquire())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        held = [limiter.in_flight, int(third.done())]  # the third waits for a slot
+        grants[0].settle(0)  # refused (429-like): frees a slot, no growth
+        grants.append(await third)
+        return [*held, limiter.in_flight, limiter.slow_start or 0]
+
+    assert asyncio.run(go()) == [2, 0, 2, 2]
+
+
+def test_slow_start_without_a_settle_ends_one_window_after_the_first_call() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=2.0, adaptive=True, clock=clock, sleep=clock.sleep)
+
+    async def go() -> int:
+        await limiter.acquire()
+        await limiter.acquire()  # never settled: a worker that died
+
+        async def later() -> None:
+            await asyncio.sleep(0.06)  # real: the waiter re-checks every 50 ms
+            clock.now = 5.0
+
+        mover = asyncio.ensure_future(later())
+        await limiter.acquire()
+        await mover
+        return limiter.in_flight
+
+    assert asyncio.run(go()) == 3
+    assert limiter.slow_start is None
+
+
+def test_no_slow_start_when_the_limits_are_given() -> None:
+    assert RateLimiter(rpm=60, adaptive=True).slow_start is None
+    assert RateLimiter(tpm=1000, adaptive=True).slow_start is None
+    assert RateLimiter(window=60.0, adaptive=True).slow_start == 2
+
+
+def test_the_window_is_padded_for_the_grant_to_arrival_delay() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(rpm=2, window=10.0, pad=1.0, clock=clock, sleep=clock.sleep)
+
+    async def go() -> list[float]:
+        times = []
+        for _ in range(3):
+            await limiter.acquire()
+            times.append(clock.now)
+        return times
+
+    times = asyncio.run(go())
+    # Two per 10 s window, counted over 11 s: the third goes when the first is 11 s old.
+    assert times[2] == pytest.approx(times[0] + 11.0)
+    assert RateLimiter(rpm=1)._pad == pytest.approx(0.6)  # a hundredth of a minute
+    assert RateLimiter(rpm=1, window=1.0)._pad == pytest.approx(0.05)
+
+
+def test_a_late_wake_up_is_caught_up_within_one_second() -> None:
+    # A 6 s window (a benchmark's time-scaled minute): the smoothing bucket holds a
+    # second's worth (1/6 of the limit), so a waiter woken 0.5 s late loses nothing.
+    clock = _FakeClock()
+    limiter = RateLimiter(tpm=60_000, window=6.0, pad=0.0, clock=clock, sleep=clock.sleep)
+
+    async def go() -> int:
+        (await limiter.acquire(tokens=5_000)).settle(5_000)
+        clock.now += 0.5  # the loop was busy elsewhere
+        before = clock.now
+        n = 0
+        while True:  # how many go at once after the stall
+            (await limiter.acquire(tokens=5_000)).settle(5_000)
+            if clock.now != before:
+                return n
+            n += 1
+
+    # The bucket kept 5k after the first call and refilled 5k in the stall: two calls go at
+    # once (a bucket of a sixtieth, 1k, would have let one go and lost the rest).
+    assert asyncio.run(go()) == 2
+    assert limiter._tpm is not None and limiter._tpm.capacity == pytest.approx(10_000)
+
+
+def test_a_call_counts_its_max_tokens_or_its_answer() -> None:
+    assert counted_tokens(9_000, 1_200, None) == 10_200  # no max_tokens sent: the answer
+    assert counted_tokens(9_000, 1_200, 4_096) == 13_096  # reserved at arrival
+    assert counted_tokens(9_000, 5_000, 4_096) == 14_000
+    assert counted_tokens(None, 1_200, None) is None
+
+
+def test_in_flight_calls_count_what_the_last_ones_counted_not_the_reserve() -> None:
+    # Estimates carry an 8k reserve for an answer that counts ~1k: once calls have been
+    # answered, a call in flight holds its estimate less the smallest overshoot seen.
+    clock = _FakeClock()
+    limiter = RateLimiter(tpm=100_000, window=60.0, clock=clock, sleep=clock.sleep)
+
+    async def go() -> tuple[int, int]:
+        (await limiter.acquire(tokens=18_000)).settle(10_000)  # 8k over
+        (await limiter.acquire(tokens=18_000)).settle(11_000)  # 7k over: the smallest
+        held = [await limiter.acquire(tokens=18_000) for _ in range(3)]  # in flight
+        assert limiter._tpm is not None
+        used = round(limiter._tpm.used)
+        held[0].settle(None)  # no usage reported: its corrected estimate stays
+        return used, round(limiter._tpm.used)
+
+    # 21k settled + 3 x (18k - 7k) in flight.
+    assert asyncio.run(go()) == (21_000 + 33_000, 21_000 + 33_000)
+
+
+def test_with_the_limits_given_a_lone_429_pauses_without_lowering_the_rate() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(rpm=100, window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+
+    async def admit(n: int) -> None:
+        for _ in range(n):
+            (await limiter.acquire()).settle(1)
+
+    asyncio.run(admit(20))
+    limiter.pause(2.0)  # one call reached the provider late
+    assert limiter.found_rpm is None and limiter._rpm is not None
+    assert limiter._rpm.limit == 100
+    limiter.pause(2.0)
+    limiter.pause(2.0)  # three in one window: the given limit is too high
+    assert limiter.found_rpm is not None and limiter.found_rpm < 100
+
+
+def test_probing_up_only_while_callers_wait_for_the_rate() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=10.0, adaptive=True, clock=clock, sleep=clock.sleep)
+
+    async def run(n: int, gap: float) -> None:
+        for _ in range(n):
+            (await limiter.acquire()).settle(1)
+            clock.now += gap
+
+    asyncio.run(run(20, 0.0))
+    clock.now += 1.0
+    limiter.pause(1.0)
+    asyncio.run(run(3, 2.0))  # the first waits out the pause and the emptied bucket
+    found = limiter.found_rpm
+    assert found is not None
+    asyncio.run(run(20, 2.0))  # one call per 2 s, far under the rate: nobody waits
+    assert limiter.found_rpm == found
+    asyncio.run(run(200, 0.0))  # as fast as it lets them: the rate is what holds them
+    assert limiter.found_rpm is not None and limiter.found_rpm > found

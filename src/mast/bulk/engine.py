@@ -25,7 +25,7 @@ from mast.bulk.batch_rounds import BatchRounds
 from mast.bulk.cache import CachedResponse, ResponseCache, cache_key, cache_taxonomy
 from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
-from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused, RateLimiter
+from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused, RateLimiter, counted_tokens
 from mast.bulk.signals import Payers, _Calls, _Deferred, _Stop
 from mast.bulk.spending import Budget, BudgetSpent
 from mast.bulk.store import ResultsStore
@@ -315,14 +315,11 @@ class _Runner(BatchRounds):
             break
         usage = completion.usage
         if grant is not None:
-            # What the provider counts against a tokens-per-minute limit: the prompt plus
-            # the max_tokens asked for (OpenAI counts max_tokens when the request arrives,
-            # not the shorter answer); counting only the answer would overshoot the limit.
-            counted = (
-                None
-                if usage.input_tokens is None
-                else usage.input_tokens + max(self.judge.output_reserve, usage.output_tokens or 0)
-            )
+            # What the provider counts against a tokens-per-minute limit (counted_tokens):
+            # the reserve assumed for a call without max_tokens is not counted by anyone.
+            config = self.judge.call_config
+            sent = config.max_tokens if config is not None else None
+            counted = counted_tokens(usage.input_tokens, usage.output_tokens, sent)
             grant.settle(counted, cost=cost)
         if usage.input_tokens:
             observed = prompt.text_length / usage.input_tokens
