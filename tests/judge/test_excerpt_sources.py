@@ -159,4 +159,6 @@ def test_every_entry_has_a_second_reading() -> None:
     # Both readers' reviews are in: an entry added later must be reviewed before it ships.
     missing = [ex.id for ex in POOL if ex.review is None]
     assert missing == [], f"entries without a second reader's review: {missing}"
-    assert {ex.review.reader for ex in POOL if ex.review} == {"shots1", "shots2"}
+    readers = {ex.review.reader for ex in POOL if ex.review}
+    # the two first readers' reviews are in; later entries name their own second reader
+    assert {"shots1", "shots2"} <= readers and all(r.strip() for r in readers)
