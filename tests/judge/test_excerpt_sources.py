@@ -126,6 +126,46 @@ def test_run_messages_reads_agentrx_magentic_one_runs() -> None:
     assert Source(dataset="agentrx", path=path, history=(0,)).system == "Magentic-One"
 
 
+def test_who_and_when_runs_agentrx_ships_too_are_known() -> None:
+    # AgentRx's Magentic-One runs include Who&When Hand-Crafted runs, message for message. An
+    # excerpt of one is an AgentRx excerpt too (left out with fewshot_exclude=["agentrx"]):
+    # the table says which, and the bundled AgentRx copy rebuilds exactly those excerpts.
+    from mast.judge.prompt.excerpts import AGENTRX_COPIES, Source
+    from mast.traces.agentrx import bundled_agentrx_path
+
+    root = bundled_agentrx_path().parent
+    folder = root / "agentrx" / "magentic_one" / "trajectories"
+    copies = {
+        p.stem: [" ".join(str(m["content"]).split()) for m in json.loads(p.read_text("utf-8"))]
+        for p in folder.glob("*.json")
+    }
+    assert set(AGENTRX_COPIES.values()) <= set(copies)
+    shared = 0
+    for ex in POOL:
+        if ex.source.dataset != "whoandwhen" or not ex.source.path.startswith("Hand-Crafted/"):
+            continue
+        if ex.source.path in AGENTRX_COPIES:
+            assert ex.datasets == ("whoandwhen", "agentrx")
+            path = f"magentic_one/trajectories/{AGENTRX_COPIES[ex.source.path]}.json"
+            copy = Source(dataset="agentrx", path=path, history=ex.source.history)
+            assert check_excerpt(ex, run_messages(copy, root)) == [], ex.id
+            shared += 1
+        else:  # a run missing from the table would have every shown step in some copy
+            pieces = [" ".join(p.split()) for s in ex.steps for p in s.content.split(CUT)]
+            pieces = [p for p in pieces if len(p) >= 40]
+            for run in copies.values():
+                text = " ".join(run)
+                assert not all(p in text for p in pieces), ex.id
+    assert shared >= 3  # hc27, hc51 and hc57 are in the pool
+    from mast.judge.prompt.shots import Shots
+
+    left = Shots.resolve(None, exclude=["agentrx"]).pool
+    assert not any("agentrx" in ex.datasets for ex in left if isinstance(ex, Excerpt))
+    assert {ex.id for ex in POOL if ex.source.path in AGENTRX_COPIES} & {
+        ex.id for ex in left
+    } == set()
+
+
 def test_no_entry_has_a_wrong_review() -> None:
     wrong = [ex.id for ex in POOL if ex.review is not None and ex.review.verdict == "wrong"]
     assert wrong == [], f"entries a second reader found wrong ship: {wrong}"

@@ -53,6 +53,19 @@ class _Strict(BaseModel):
 DATASETS = ("whoandwhen", "ag2", "mad-full", "agentrx")
 """Datasets excerpts are cut from (see ``fewshot/README.md``, "Addressing")."""
 
+# Who&When Hand-Crafted runs that AgentRx ships too, as Magentic-One GAIA runs (the AgentRx
+# trajectory id is the run's GAIA question id; every message is identical, checked against
+# AgentRx @ f228165). An excerpt of one of them is also an excerpt of AgentRx, so leaving
+# AgentRx out (when it is the evaluation set) leaves it out as well.
+AGENTRX_COPIES = {
+    "Hand-Crafted/21.json": "840bfca7-4f7b-481a-8794-c560c340185d",
+    "Hand-Crafted/27.json": "5d0080cb-90d7-4712-bc33-848150e917d3",
+    "Hand-Crafted/30.json": "2ddae3b7a208e3c25f14d82d7a1faaaa1832fbf950b4dac345e755c4c361f294",
+    "Hand-Crafted/33.json": "72e110e7-464c-453c-a309-90a95aed6538",
+    "Hand-Crafted/51.json": "1f975693-876d-457b-a649-393859e79bf3",
+    "Hand-Crafted/57.json": "3af8028c2a59e28ca88baff0e6d91f2a9f170c5ef91003f1c8406755a2760ad4",
+}
+
 
 class Source(_Strict):
     """Where an excerpt comes from, precisely enough to rebuild every shown step.
@@ -81,6 +94,14 @@ class Source(_Strict):
                 folder, folder
             )
         return {"ag2": "AG2 MathChat", "mad-full": "ChatDev"}[self.dataset]
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """Every dataset that holds this run: ``dataset``, and ``agentrx`` for the Who&When
+        Hand-Crafted runs AgentRx ships too (:data:`AGENTRX_COPIES`)."""
+        if self.dataset == "whoandwhen" and self.path in AGENTRX_COPIES:
+            return (self.dataset, "agentrx")
+        return (self.dataset,)
 
     def label(self) -> str:
         """The run the excerpt comes from, as one string (``dataset:path[#run]``)."""
@@ -169,6 +190,11 @@ class Excerpt(_Strict):
     def dataset(self) -> str:
         """The dataset the excerpt was cut from."""
         return self.source.dataset
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """Every dataset that holds the excerpt's run (see :attr:`Source.datasets`)."""
+        return self.source.datasets
 
     @property
     def readings(self) -> tuple[Reading, ...]:

@@ -67,7 +67,8 @@ class Shots:
         """Turn a ``fewshot=`` value into a pool and a choice (see the module docstring).
 
         ``exclude`` names datasets (``"whoandwhen"``, ``"ag2"``, ``"mad-full"``, ``"agentrx"``)
-        whose excerpts are never shown, for example the one an evaluation is run on.
+        whose excerpts are never shown, for example the one an evaluation is run on; an
+        excerpt of a run two datasets hold (Who&When runs AgentRx ships too) leaves with either.
         """
         tax = taxonomy or load_taxonomy()
         notes: list[str] = []
@@ -99,7 +100,9 @@ class Shots:
                 "(pass fewshot=[...] or a path with examples for it)"
             )
             return cls([], [], count=0, notes=notes)
-        bundled: list[Shot] = [ex for ex in excerpts if ex.dataset not in exclude]
+        # An excerpt leaves with every dataset that holds its run (Who&When runs AgentRx
+        # ships too go with agentrx).
+        bundled: list[Shot] = [ex for ex in excerpts if not set(ex.datasets) & set(exclude)]
         if exclude:
             notes.append(f"few-shot excerpts of {', '.join(sorted(exclude))} left out on request")
         if tax.verification not in (None, "paper"):
@@ -154,7 +157,7 @@ class Shots:
 
 
 def _without(shots: list[Shot], exclude: Sequence[str]) -> list[Shot]:
-    return [s for s in shots if not (isinstance(s, Excerpt) and s.dataset in exclude)]
+    return [s for s in shots if not (isinstance(s, Excerpt) and set(s.datasets) & set(exclude))]
 
 
 def _select(pool: Sequence[Shot], count: int | None) -> list[Shot]:
