@@ -14,6 +14,7 @@ a time; the OpenAI SDK's own two retries are all it has) under the same server.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import _corpus
@@ -78,6 +79,7 @@ def ratelimit(cfg: Any, official: Official, rows: list[Row], data: dict[str, Any
         setting: dict[str, Any] = {"rpm": rpm, "tpm": tpm, "traces": n, "scale": scale}
         runs = [("given", ["--rpm", str(rpm), "--tpm", str(tpm)]), ("adaptive", [])]
         for name, extra in runs:
+            load_before = os.getloadavg()
             with ServerProcess(
                 latency=MEDIAN_S * scale,
                 p95=P95_S * scale,
@@ -97,7 +99,9 @@ def ratelimit(cfg: Any, official: Official, rows: list[Row], data: dict[str, Any
                 ).result
             for key in ("per_trace_s", "usage_by_trace", "profile"):
                 ours.pop(key, None)
-            setting[name] = {"run": ours, **_accounting(server.events, window, rpm, tpm, conc)}
+            acct = _accounting(server.events, window, rpm, tpm, conc)
+            load = {"load_before": load_before, "load_after": os.getloadavg()}
+            setting[name] = {"run": ours, **acct, **load}
         if cfg.rate_official:
             # One at a time takes N·E[L]: the official side gets the first traces only.
             first = work / "first.json"
@@ -148,7 +152,9 @@ def _rows(s: dict[str, Any], rows: list[Row]) -> None:
                 f"{_pct(r['req_share'])}, tokens {_pct(r['tok_share'])}); "
                 f"{r['refused']} of {r['requests']} requests 429'd ({_pct(share)}; "
                 f"{_pct(r['share_429_after_first_window'])} after the first window); "
-                f"{failed} failed; {fmt_s(run['wall_s'])}{found_text}",
+                f"{failed} failed; {fmt_s(run['wall_s'])}{found_text}; CPU "
+                f"{run['cpu_s']:.0f} s (pool {run['pool_cpu_s']:.0f} s), load "
+                f"{r['load_before'][0]:.1f}/{r['load_after'][0]:.1f} before/after",
                 off_text,
                 _pct(binding),
                 "≥ 95% of the binding limit, ≤ 1% 429'd, 0 failures",

@@ -17,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = {
-    "throughput", "overhead", "memory", "cost", "parser", "agreement", "distributed", "ratelimit"
+    "throughput", "overhead", "memory", "cost", "parser", "agreement", "distributed", "ratelimit",
+    "latency",
 }  # fmt: skip
 
 

@@ -297,10 +297,37 @@ def test_probing_up_only_while_callers_wait_for_the_rate() -> None:
     asyncio.run(run(20, 0.0))
     clock.now += 1.0
     limiter.pause(1.0)
+    first = limiter.found_rpm  # 0.95 of what the provider accepted
+    assert first is not None
+    near = first / 0.95 * 0.99  # what probing may reach for ten windows
     asyncio.run(run(3, 2.0))  # the first waits out the pause and the emptied bucket
     found = limiter.found_rpm
     assert found is not None
     asyncio.run(run(20, 2.0))  # one call per 2 s, far under the rate: nobody waits
     assert limiter.found_rpm == found
-    asyncio.run(run(200, 0.0))  # as fast as it lets them: the rate is what holds them
-    assert limiter.found_rpm is not None and limiter.found_rpm > found
+    # As fast as it lets them: the rate is what holds them back. For ten windows after the
+    # 429 it goes up to just under what the provider accepted then, not past it; after
+    # that, 5% per half window again.
+    asyncio.run(run(100, 0.0))
+    assert limiter.found_rpm == pytest.approx(near)
+    clock.now += 100.0
+    asyncio.run(run(300, 0.0))
+    assert limiter.found_rpm is not None and limiter.found_rpm > near * 1.01
+
+
+def test_without_limits_a_429_also_sets_a_token_rate() -> None:
+    # Long traces: tokens bind before requests do. The 429 sets a token rate from what the
+    # last window's calls counted, so a window of long calls waits instead of overrunning.
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+
+    async def go() -> None:
+        for i in range(12):
+            (await limiter.acquire(tokens=20_000)).settle(10_000 if i < 10 else 0)
+
+    asyncio.run(go())  # 10 answered (100k tokens), the last two refused
+    clock.now = 30.0
+    limiter.pause(30.0)  # takes calls again at t=60: 100k tokens over 60 s
+    assert limiter._tpm is not None
+    assert limiter._tpm.limit == pytest.approx(0.95 * 100_000)
+    assert limiter.found_rpm == pytest.approx(0.95 * 11)  # 12 admitted, one 429 reported

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -49,6 +50,8 @@ _PROBE = 1.05  # raised by this much after each quiet half window
 _SLOW_START = 2.0  # calls in flight at first when nothing is known
 _GIVEN_TRUST = 3  # 429s within one window that overrule a given limit
 _GIVEN_CUT = 0.9  # ... and lower it by this much
+_NEAR = 0.99  # probing after a 429 goes up to this share of what the provider accepted
+_HOLD_WINDOWS = 10  # ... for this many windows; then on 5% a half window again
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -216,6 +219,11 @@ class _Adaptive:
         self.ceiling = ceiling  # the user's rpm, if any: never probe above it
         self.given = given  # the user gave rpm or tpm: a lone 429 does not lower the rate
         self.held_back: float | None = None  # when a caller last waited for the rate
+        self.held_back_requests: float | None = None  # ... for the request rate
+        self.held_back_tokens: float | None = None  # ... for the learnt token rate
+        # What the provider accepted per window at the last 429 (requests, tokens): probing
+        # goes up to just under it, and past it only some windows later.
+        self.failed: tuple[float | None, float | None, float] | None = None
         self.cut_at: float | None = None  # when a given limit was last lowered
         self.admitted: deque[float] = deque()
         self.refused: deque[float] = deque()
@@ -277,6 +285,13 @@ class RateLimiter:
         self._pad = min(1.0, max(0.05, 0.01 * window)) if pad is None else pad
         self._rpm = _Limit(rpm, window, now, self._pad) if rpm is not None else None
         self._tpm = _Limit(tpm, window, now, self._pad) if tpm is not None else None
+        # Adaptive with nothing given: count tokens too (no limit until a 429), so that a
+        # 429 sets a token rate as well as a request rate; where tokens bind (long traces),
+        # a request rate alone would let a window of long ones past the provider's limit.
+        self._learns_tokens = adaptive and rpm is None and tpm is None
+        self._hold = _HOLD_WINDOWS * window
+        if self._learns_tokens:
+            self._tpm = _Limit(math.inf, window, now, self._pad)
         self._given = (rpm, tpm)
         self._scale = 1.0  # the share of the given limits in force (lowered by 429s)
         self._paused_until = 0.0
@@ -365,6 +380,10 @@ class RateLimiter:
                 a.cut_at = now
                 a.lowest = self._scale
             return
+        if stated_limit is None and a.failed is not None and now - a.failed[2] < self._window / 2:
+            # The same overrun: the calls that were on their way when the first 429 came.
+            # Cutting again for each would count a window emptied by the pause.
+            return
         if stated_limit is not None and stated_limit > 0:
             stated = stated_limit * self._window / 60.0
             estimate = stated if estimate is None else min(estimate, stated)
@@ -376,11 +395,39 @@ class RateLimiter:
             target = max(1.0, current / 2)
         else:
             target = max(1.0, _SAFETY * estimate)
+        tokens = self._token_estimate(now, max(seconds, 0.0))
+        a.failed = (estimate, tokens, now)
+        if tokens is not None and self._tpm is not None and _SAFETY * tokens < self._tpm.limit:
+            self._tpm.set_limit(_SAFETY * tokens)
+            a.changed = now
         if current is not None and target >= current:
             a.changed = now  # a 429 at this rate: no probing up for a while
             return
         self._set_rate(target, now)
         a.lowest = target if a.lowest is None else min(a.lowest, target)
+
+    def _token_estimate(self, now: float, retry_after: float) -> float | None:
+        """Tokens per window the provider accepts (learning limiters only; None: unknown):
+        what the last window's calls counted (refused ones settle at 0), as for requests."""
+        t = self._tpm
+        if not self._learns_tokens or t is None:
+            return None
+        t._expire(now)
+        if not t.log or t.used <= 0:
+            return None
+        span = now - t.log[0].at + retry_after
+        span = min(max(span, self._window / 60.0), self._window)
+        return t.used * self._window / span
+
+    def _raised(self, limit: float, failed: float | None, now: float) -> float:
+        """``limit`` probed up 5%: to just under what the provider last refused above, for
+        the ten windows after that 429."""
+        raised = limit * _PROBE
+        a = self._adaptive
+        recent = a is not None and a.failed is not None and now - a.failed[2] < self._hold
+        if recent and failed is not None:
+            raised = max(limit, min(raised, _NEAR * failed))
+        return raised
 
     def _rescale(self, scale: float, now: float) -> None:
         """Hold ``scale`` of the given limits (``rpm`` and ``tpm``)."""
@@ -421,16 +468,26 @@ class RateLimiter:
             return
         if self._rpm is None:
             return
-        if a.held_back is None or a.held_back < a.changed:
-            a.changed = now  # nobody waited for the rate: it is not what holds the run back
-            return
-        raised = self._rpm.limit * _PROBE
-        if a.ceiling is not None:
-            raised = min(raised, a.ceiling)
-        if raised > self._rpm.limit:
-            self._set_rate(raised, now)
-        else:
-            a.changed = now
+        # Each learnt rate goes up only if callers waited for it since the last change:
+        # else it is not what holds the run back.
+        since = a.changed
+        failed = a.failed or (None, None, now)
+        if a.held_back_requests is not None and a.held_back_requests >= since:
+            raised = self._raised(self._rpm.limit, failed[0], now)
+            if a.ceiling is not None:
+                raised = min(raised, a.ceiling)
+            if raised > self._rpm.limit:
+                self._set_rate(raised, now)
+        t = self._tpm
+        if (
+            self._learns_tokens
+            and t is not None
+            and math.isfinite(t.limit)
+            and a.held_back_tokens is not None
+            and a.held_back_tokens >= since
+        ):
+            t.set_limit(self._raised(t.limit, failed[1], now))
+        a.changed = now
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> Grant:
         """Wait until one request of about ``tokens`` tokens fits the limits, and count it.
@@ -447,12 +504,14 @@ class RateLimiter:
                     rpm_wait = self._rpm.wait(1, now)
                     if rpm_wait > 0 and self._adaptive is not None:
                         self._adaptive.held_back = now
+                        self._adaptive.held_back_requests = now
                     wait = max(wait, rpm_wait)
                 if self._tpm is not None:
                     counted = self._tpm.corrected(tokens)
                     tpm_wait = self._tpm.wait(counted, now)
                     if tpm_wait > 0 and self._adaptive is not None:
                         self._adaptive.held_back = now
+                        self._adaptive.held_back_tokens = now
                     wait = max(wait, tpm_wait)
                 if wait <= 0:
                     break
