@@ -297,22 +297,28 @@ def test_probing_up_only_while_callers_wait_for_the_rate() -> None:
     asyncio.run(run(20, 0.0))
     clock.now += 1.0
     limiter.pause(1.0)
-    first = limiter.found_rpm  # 0.95 of what the provider accepted
+    first = limiter.found_rpm
     assert first is not None
-    near = first / 0.95 * 0.99  # what probing may reach for ten windows
     asyncio.run(run(3, 2.0))  # the first waits out the pause and the emptied bucket
     found = limiter.found_rpm
     assert found is not None
     asyncio.run(run(20, 2.0))  # one call per 2 s, far under the rate: nobody waits
     assert limiter.found_rpm == found
-    # As fast as it lets them: the rate is what holds them back. For ten windows after the
-    # 429 it goes up to just under what the provider accepted then, not past it; after
-    # that, 5% per half window again.
+    # As fast as it lets them: the rate is what holds them back, and it goes up, to just
+    # under what the provider accepted at the 429 (0.99 of it, against 0.95 at the cut).
     asyncio.run(run(100, 0.0))
-    assert limiter.found_rpm == pytest.approx(near)
+    assert found <= limiter.found_rpm == pytest.approx(first / 0.95 * 0.99)
+    # After a 429, for ten windows probing takes the learnt token rate up to just under
+    # what the provider accepted then, not past it; after that, 5% per half window again.
+    limiter.pause(0.0)
+    assert limiter._adaptive is not None and limiter._adaptive.failed is not None
+    accepted = limiter._adaptive.failed[1]
+    assert accepted is not None and limiter._tpm is not None
+    asyncio.run(run(300, 0.0))
+    assert limiter._tpm.limit == pytest.approx(0.99 * accepted)
     clock.now += 100.0
     asyncio.run(run(300, 0.0))
-    assert limiter.found_rpm is not None and limiter.found_rpm > near * 1.01
+    assert limiter._tpm.limit > 0.99 * accepted * 1.01
 
 
 def test_without_limits_a_429_also_sets_a_token_rate() -> None:
@@ -331,3 +337,25 @@ def test_without_limits_a_429_also_sets_a_token_rate() -> None:
     assert limiter._tpm is not None
     assert limiter._tpm.limit == pytest.approx(0.95 * 100_000)
     assert limiter.found_rpm == pytest.approx(0.95 * 11)  # 12 admitted, one 429 reported
+
+
+def test_a_cut_keeps_four_fifths_of_the_rate_and_one_overrun_cuts_once() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+
+    async def admit(n: int) -> None:
+        for _ in range(n):
+            (await limiter.acquire()).settle(100)
+
+    asyncio.run(admit(30))
+    clock.now = 30.0
+    limiter.pause(30.0)
+    first = limiter.found_rpm
+    assert first is not None
+    clock.now = 40.0
+    limiter.pause(30.0)  # the same overrun (within half a window): no second cut
+    assert limiter.found_rpm == first
+    clock.now = 200.0  # long after: the last window holds almost nothing ...
+    asyncio.run(admit(2))
+    limiter.pause(60.0)  # ... so it reads a tiny rate; the cut keeps 4/5 of the old one
+    assert limiter.found_rpm == pytest.approx(0.8 * first)

@@ -51,6 +51,7 @@ _SLOW_START = 2.0  # calls in flight at first when nothing is known
 _GIVEN_TRUST = 3  # 429s within one window that overrule a given limit
 _GIVEN_CUT = 0.9  # ... and lower it by this much
 _NEAR = 0.99  # probing after a 429 goes up to this share of what the provider accepted
+_FLOOR = 0.8  # a cut keeps at least this share of the rate in force
 _HOLD_WINDOWS = 10  # ... for this many windows; then on 5% a half window again
 
 Clock = Callable[[], float]
@@ -394,12 +395,23 @@ class RateLimiter:
                 return
             target = max(1.0, current / 2)
         else:
-            target = max(1.0, _SAFETY * estimate)
+            # At most a fifth off the rate in force per cut: one window's estimate is noisy
+            # (a window the last pause left half empty reads low); 429s that go on cut again.
+            # (A limit the provider's headers state is taken as it is.)
+            floor = _FLOOR * (current or 0.0) if stated_limit is None else 0.0
+            target = max(1.0, _SAFETY * estimate, floor)
+        # Both learnt rates are cut (the provider does not say which limit it hit) and
+        # held under what it accepted (_raised).
         tokens = self._token_estimate(now, max(seconds, 0.0))
-        a.failed = (estimate, tokens, now)
-        if tokens is not None and self._tpm is not None and _SAFETY * tokens < self._tpm.limit:
-            self._tpm.set_limit(_SAFETY * tokens)
-            a.changed = now
+        t = self._tpm
+        if tokens is not None and t is not None:
+            least = _FLOOR * t.limit if math.isfinite(t.limit) else 0.0
+            tokens = max(_SAFETY * tokens, least)
+            if tokens < t.limit:
+                t.set_limit(tokens)
+                a.changed = now
+            tokens /= _SAFETY
+        a.failed = (target / _SAFETY, tokens, now)
         if current is not None and target >= current:
             a.changed = now  # a 429 at this rate: no probing up for a while
             return
