@@ -64,7 +64,12 @@ def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         "",
         "## Targets, read from this run",
         "",
+        # docs/performance.md shows this table (a pymdownx.snippets section).
+        "<!-- --8<-- [start:targets] -->",
+        "",
         *target_lines(rows, set(meta["benchmarks"]), set(_benchmarks.ALL)),
+        "",
+        "<!-- --8<-- [end:targets] -->",
         "",
         f"Official side: {meta['official_detail']}",
         "",
