@@ -65,10 +65,13 @@ DEFAULT_PRICES: dict[str, Price] = {
     "openai/gpt-5-nano": _p(0.05, 0.005, 0.40),
     "openai/gpt-5.4": _p(2.50, 0.25, 15.00),
     "openai/gpt-5.4-mini": _p(0.75, 0.075, 4.50),
+    # Anthropic: platform.claude.com/docs/en/about-claude/pricing (base input, cache hits
+    # = 0.1x input, 5-minute cache writes = 1.25x input, output); Sonnet 4.x tier $3 / $0.30
+    # / $3.75 / $15; Sonnet 5 and 5.5 $2 / $0.20 / $2.50 / $10 (the models' overview pages).
     "anthropic/claude-haiku-4-5": _p(1.00, 0.10, 5.00, 1.25),
     "anthropic/claude-sonnet-4-5": _p(3.00, 0.30, 15.00, 3.75),
     "anthropic/claude-sonnet-5": _p(2.00, 0.20, 10.00, 2.50),
-    "anthropic/claude-sonnet-5-5": _p(2.00, 0.10, 10.00, 2.50),
+    "anthropic/claude-sonnet-5-5": _p(2.00, 0.20, 10.00, 2.50),
     "anthropic/claude-opus-4-1": _p(15.00, 1.50, 75.00, 18.75),
     "anthropic/claude-opus-4-5": _p(5.00, 0.50, 25.00, 6.25),
     "anthropic/claude-opus-4-6": _p(5.00, 0.50, 25.00, 6.25),
