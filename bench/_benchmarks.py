@@ -25,6 +25,7 @@ from _cost import cost
 from _latency import latency
 from _official import Official
 from _ratelimit import ratelimit
+from _scale import scale
 from _server import ServerProcess
 
 RESPONSES = ROOT / "tests" / "fixtures" / "responses"
@@ -722,4 +723,5 @@ ALL = {
     "distributed": distributed,
     "ratelimit": ratelimit,
     "latency": latency,
+    "scale": scale,
 }

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = {
     "throughput", "overhead", "memory", "cost", "parser", "agreement", "distributed", "ratelimit",
     "latency",
+    "scale",
 }  # fmt: skip
 
 

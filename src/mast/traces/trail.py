@@ -59,7 +59,10 @@ def is_trail(path: str | Path) -> bool:
         if file.suffix == ".parquet":
             return True
         try:
-            head = file.read_text(encoding="utf-8", errors="replace")[:20000]
+            # The first 20,000 characters, reading at most 4 bytes each: not the whole file
+            # (a 200 MB trace file given to `mast annotate` was read whole just to ask this).
+            with open(file, "rb") as handle:
+                head = handle.read(80_000).decode("utf-8", errors="replace")[:20000]
         except OSError:
             continue
         # TRAIL's snake_case span keys (OTLP JSON has "spans" too, but camelCase keys).

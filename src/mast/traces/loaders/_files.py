@@ -245,43 +245,73 @@ def _read_text(path: Path) -> Trace:
 
 
 def _read_jsonl(path: Path, format: str) -> Iterator[Trace | TraceFormatError]:
-    """JSON Lines: either one chat message per line (one trace) or one trace per line."""
+    """JSON Lines: either one chat message per line (one trace) or one trace per line.
+
+    Streams: lines are held only until the file's kind is known, usually at the first
+    record (a trace is neither a chat message nor a record of a non-trace kind); from then
+    on each line is converted as it is read, so a file of 10⁵ traces is never in memory.
+    """
+    records: list[tuple[int, Any]] = []  # held while the file may still be one chat
+    other: str | None = None
+    maybe_other = format in ("auto", "jsonl")  # every record of one non-trace kind
+    maybe_chat = True  # every record a chat message
+    first = True
     with open_text(path) as lines:
-        numbered = [(n, line) for n, line in numbered_lines(lines, path) if line.strip()]
-    records: list[tuple[int, Any]] = []
-    for n, line in numbered:
-        try:
-            records.append((n, json.loads(line)))
-        except (ValueError, RecursionError) as exc:
-            records.append(
-                (
-                    n,
-                    TraceFormatError(
-                        f"line is not valid JSON ({exc})",
-                        path=path,
-                        location=f"line {n}",
-                        format="jsonl",
-                        expected="one JSON object per line",
-                    ),
-                )
-            )
-    parsed = [r for _, r in records if not isinstance(r, TraceFormatError)]
-    other = not_a_trace(parsed[0]) if parsed and format in ("auto", "jsonl") else None
-    if other is not None and all(not_a_trace(r) == other for r in parsed):
+        for n, line in numbered_lines(lines, path):
+            if not line.strip():
+                continue
+            record = _json_line(line, n, path)
+            if not isinstance(record, TraceFormatError):
+                if first:
+                    other = not_a_trace(record) if maybe_other else None
+                    maybe_other, first = other is not None, False
+                elif maybe_other and not_a_trace(record) != other:
+                    maybe_other = False
+                if maybe_chat and not (
+                    classify(record) is None and isinstance(record, dict) and "role" in record
+                ):
+                    maybe_chat = False
+            if maybe_other or maybe_chat:
+                records.append((n, record))
+                continue
+            # One trace per line: what was held, then each line as it comes.
+            for held_n, held in records:
+                yield _jsonl_item(held, held_n, format, path)
+            records.clear()
+            yield _jsonl_item(record, n, format, path)
+    if first:  # no readable record: each line's error
+        maybe_other = maybe_chat = False
+    if maybe_other and other is not None:
         yield not_a_trace_error(other, path)  # once for the file, not once per line
         return
-    if parsed and all(classify(r) is None and isinstance(r, dict) and "role" in r for r in parsed):
+    if maybe_chat:
         bad = [r for _, r in records if isinstance(r, TraceFormatError)]
         if bad:
             yield from bad  # a broken message line would silently change the conversation
             return
-        yield _tag(CONVERTERS["chat"](parsed), path, "chat", None)
+        yield _tag(CONVERTERS["chat"]([r for _, r in records]), path, "chat", None)
         return
     for n, record in records:
-        if isinstance(record, TraceFormatError):
-            yield record
-            continue
-        yield _convert(record, None if format in ("auto", "jsonl") else format, path, f"line {n}")
+        yield _jsonl_item(record, n, format, path)
+
+
+def _json_line(line: str, n: int, path: Path) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return TraceFormatError(
+            f"line is not valid JSON ({exc})",
+            path=path,
+            location=f"line {n}",
+            format="jsonl",
+            expected="one JSON object per line",
+        )
+
+
+def _jsonl_item(record: Any, n: int, format: str, path: Path) -> Trace | TraceFormatError:
+    if isinstance(record, TraceFormatError):
+        return record
+    return _convert(record, None if format in ("auto", "jsonl") else format, path, f"line {n}")
 
 
 def _read_json(path: Path, format: str | None, head: bytes) -> Iterator[Trace | TraceFormatError]:
