@@ -142,6 +142,12 @@ def test_validate_on_agentrx_never_shows_agentrx_excerpts(
     # the bundled pool holds τ-bench excerpts from AgentRx runs …
     leaked = agentrx_excerpts(mast.Judge("openai/gpt-4o-mini", api_key=KEY))
     assert leaked
+    # … and Who&When excerpts of the six Hand-Crafted runs AgentRx ships too
+    assert {
+        "ww-hc27-path-left-out",
+        "ww-hc51-same-instruction-again",
+        "ww-hc57-oko-left-out",
+    } <= set(leaked)
     codes = load_taxonomy().codes
     fake_llm.default = Reply.text(verdict_json(codes, ("2.5",)))
     out = tmp_path / "v"

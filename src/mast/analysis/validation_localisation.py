@@ -69,8 +69,9 @@ def agentrx_excerpts(judge: Judge) -> list[str]:
     # The pool too: a trace that leaks a chosen example gets a replacement from the pool.
     for shot in [*judge.examples, *(getattr(shots, "pool", None) or [])]:
         source = getattr(shot, "source", None)
-        dataset = getattr(source, "dataset", None) if source is not None else None
-        if dataset == "agentrx" or (isinstance(source, str) and "agentrx" in source.lower()):
+        # datasets, not dataset: six Who&When Hand-Crafted runs are AgentRx runs too
+        held_by = getattr(shot, "datasets", ())
+        if "agentrx" in held_by or (isinstance(source, str) and "agentrx" in source.lower()):
             name = str(getattr(shot, "id", shot))
             if name not in out:
                 out.append(name)
