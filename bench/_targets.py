@@ -62,12 +62,6 @@ TARGETS = [
         _any_target("latency"),
     ),
     Target(
-        "issue 37: scale: peak memory ≤ 300 MB and flat; a rerun makes 0 calls in ≤ 10% of "
-        "the first run's time",
-        "scale",
-        _any_target("scale"),
-    ),
-    Target(
         "issue 21: streaming load + segmentation ≤ 1.15× the CPU of json.load + the same "
         "conversion",
         "memory",
