@@ -16,9 +16,22 @@ def on_pre_build(config: Any) -> None:
     _pages.clear()
 
 
+def _include(root: Path, name: str) -> str:
+    # "file.md:section" is the part between the file's "--8<-- [start:section]" and
+    # "--8<-- [end:section]" lines, as pymdownx.snippets reads it.
+    path, _, section = name.partition(":")
+    text = (root / path).read_text(encoding="utf-8")
+    if not section:
+        return text
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if f"--8<-- [start:{section}]" in line)
+    end = next(i for i, line in enumerate(lines) if f"--8<-- [end:{section}]" in line)
+    return "\n".join(lines[start + 1 : end]) + "\n"
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     root = Path(config["config_file_path"]).parent
-    text = _SNIPPET.sub(lambda m: (root / m.group(1)).read_text(encoding="utf-8"), markdown)
+    text = _SNIPPET.sub(lambda m: _include(root, m.group(1)), markdown)
     _pages.append((page.title or page.file.src_uri, page.file.dest_uri, text))
     return markdown
 
