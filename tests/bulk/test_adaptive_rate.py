@@ -141,8 +141,8 @@ def test_slow_start_doubles_the_calls_in_flight_until_the_first_429() -> None:
     async def one() -> None:
         grant = await limiter.acquire(tokens=10)
         peaks.append(limiter.in_flight)
-        await asyncio.sleep(0)  # the call: other workers run meanwhile
-        await asyncio.sleep(0)
+        for _ in range(30):  # the call: other workers run meanwhile
+            await asyncio.sleep(0)
         grant.settle(10)
 
     async def go() -> None:
@@ -150,8 +150,8 @@ def test_slow_start_doubles_the_calls_in_flight_until_the_first_429() -> None:
 
     asyncio.run(go())
     assert len(peaks) == 40
-    assert peaks[:2] == [1, 2] and max(peaks[:2]) <= 2  # 2 in flight at first
-    assert max(peaks) > 2  # ... and more as calls are answered
+    assert peaks[:8] == list(range(1, 9))  # 8 in flight at first
+    assert max(peaks) > 8  # ... and more as calls are answered
     assert limiter.slow_start is not None and limiter.slow_start >= 40  # one per answer
     limiter.pause(1.0)  # the first 429 ends it: the rate learnt from it governs
     assert limiter.slow_start is None and limiter.found_rpm is not None
@@ -162,16 +162,16 @@ def test_slow_start_caps_in_flight_calls_by_count() -> None:
     limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
 
     async def go() -> list[int]:
-        grants = [await limiter.acquire() for _ in range(2)]
+        grants = [await limiter.acquire() for _ in range(8)]
         third = asyncio.ensure_future(limiter.acquire())
         for _ in range(5):
             await asyncio.sleep(0)
-        held = [limiter.in_flight, int(third.done())]  # the third waits for a slot
+        held = [limiter.in_flight, int(third.done())]  # the ninth waits for a slot
         grants[0].settle(0)  # refused (429-like): frees a slot, no growth
         grants.append(await third)
         return [*held, limiter.in_flight, limiter.slow_start or 0]
 
-    assert asyncio.run(go()) == [2, 0, 2, 2]
+    assert asyncio.run(go()) == [8, 0, 8, 8]
 
 
 def test_slow_start_without_a_settle_ends_one_window_after_the_first_call() -> None:
@@ -179,8 +179,8 @@ def test_slow_start_without_a_settle_ends_one_window_after_the_first_call() -> N
     limiter = RateLimiter(window=2.0, adaptive=True, clock=clock, sleep=clock.sleep)
 
     async def go() -> int:
-        await limiter.acquire()
-        await limiter.acquire()  # never settled: a worker that died
+        for _ in range(8):
+            await limiter.acquire()  # never settled: workers that died
 
         async def later() -> None:
             await asyncio.sleep(0.06)  # real: the waiter re-checks every 50 ms
@@ -191,14 +191,14 @@ def test_slow_start_without_a_settle_ends_one_window_after_the_first_call() -> N
         await mover
         return limiter.in_flight
 
-    assert asyncio.run(go()) == 3
+    assert asyncio.run(go()) == 9
     assert limiter.slow_start is None
 
 
 def test_no_slow_start_when_the_limits_are_given() -> None:
     assert RateLimiter(rpm=60, adaptive=True).slow_start is None
     assert RateLimiter(tpm=1000, adaptive=True).slow_start is None
-    assert RateLimiter(window=60.0, adaptive=True).slow_start == 2
+    assert RateLimiter(window=60.0, adaptive=True).slow_start == 8
 
 
 def test_the_window_is_padded_for_the_grant_to_arrival_delay() -> None:
