@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +42,22 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def code_version() -> str:
+    """The commit the benchmarked code is at, and whether the checkout has changes on top:
+    a result is only as good as knowing which code made it."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if not commit:
+        return "unknown (not a git checkout)"
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "src", "bench")
+    return commit + (" with uncommitted changes in src/ or bench/" if changed else "")
+
+
 def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
     when, host = meta["date"], meta["machine"]
     lines = [
@@ -49,6 +66,7 @@ def render_markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         f"`{meta['command']}` — {meta['mode']} run, {meta['official']}, model "
         f"`{meta['model']}` priced from `mast.judge.providers.pricing` "
         f"(as of {meta['prices_as_of']}), "
+        f"code at {meta.get('code', 'unknown')}, "
         f"{meta['elapsed_s']:.0f} s in all, load average {meta['load_before']} before / "
         f"{meta['load_after']} after (other work on the machine makes absolute times noisy; "
         "the ratios compare both sides measured in the same run).",
@@ -118,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
 
     started = time.perf_counter()
+    code = code_version()  # before the run: what was benchmarked, not what is there after
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
     official = Official.resolve(use_official=not args.no_official)
     work = Path(tempfile.mkdtemp(prefix="mast-bench-"))
@@ -158,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     command += f" --out {args.out}" if args.out else ""
     meta = {
         "command": command,
+        "code": code,
         "mode": mode,
         "official": official.label,
         "official_detail": (

@@ -50,6 +50,12 @@ def test_bench_smoke_writes_every_row(tmp_path: Path) -> None:
     table = (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
     header = "| what | ours | official or baseline | ratio | target | pass/fail | machine | date |"
     assert header in table
+    # which code made the numbers: the checkout's commit (when git can tell), in the table too
+    code = payload["meta"]["code"]
+    assert f"code at {code}," in table
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:
+        assert code.split()[0] == head.stdout.strip()
     main, _, rest = table.partition("## Targets, read from this run")
     body = [line for line in main.splitlines() if line.startswith("| ") and " | " in line]
     # header + one line per row (the profile table is not written in smoke mode)
