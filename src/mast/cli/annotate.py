@@ -36,6 +36,18 @@ EXIT_CODES = (
 ATTRIBUTION_METHODS = ("all-at-once", "step-by-step", "binary-search")
 
 
+def add_fewshot_exclude(p: argparse.ArgumentParser, note: str) -> None:
+    """``--fewshot-exclude``, the same option on every command that builds a judge."""
+    p.add_argument(
+        "--fewshot-exclude",
+        nargs="+",
+        default=[],
+        metavar="DATASET",
+        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
+        f"agentrx), {note}",
+    )
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -362,14 +374,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="worked excerpts to show (default: enough for a positive and a near miss of "
         "every mode; 0 = zero-shot), or a file/folder of your own examples",
     )
-    p.add_argument(
-        "--fewshot-exclude",
-        nargs="+",
-        default=[],
-        metavar="DATASET",
-        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
-        "agentrx), e.g. the one you evaluate on",
-    )
+    add_fewshot_exclude(p, "e.g. the one you evaluate on")
     p.add_argument(
         "--retry-failed",
         action="store_true",

@@ -319,6 +319,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``demo`` subcommand to the ``mast`` CLI parser."""
+    from mast.cli.annotate import add_fewshot_exclude
+
     p = sub.add_parser(
         "demo",
         help="annotate the bundled example traces and compare with their human labels",
@@ -334,13 +336,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         help="worked excerpts for LLM judges (default: every mode covered; 0 = none)",
     )
-    p.add_argument(
-        "--fewshot-exclude",
-        nargs="+",
-        default=[],
-        metavar="DATASET",
-        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
-        "agentrx), as run_demo(fewshot_exclude=...)",
-    )
+    add_fewshot_exclude(p, "as run_demo(fewshot_exclude=...)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL")
     p.set_defaults(handler=_cmd_demo)

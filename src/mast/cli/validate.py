@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mast.cli.annotate import _non_negative_float, _positive_int
+from mast.cli.annotate import _non_negative_float, _positive_int, add_fewshot_exclude
 
 _EXAMPLES = """\
 examples:
@@ -66,13 +66,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--revision", default=None, help="with mad-human: another Hub revision")
     p.add_argument("--base-url", default=None, help="server URL (OpenAI-compatible or proxy)")
     p.add_argument("--fewshot", type=int, default=2, help="few-shot examples (default 2)")
-    p.add_argument(
-        "--fewshot-exclude",
-        nargs="+",
-        default=[],
-        metavar="DATASET",
-        help="never show the bundled excerpts of these datasets (whoandwhen, ag2, mad-full, "
-        "agentrx), as Judge(fewshot_exclude=...); on AgentRx runs agentrx is always left out",
+    add_fewshot_exclude(
+        p, "as Judge(fewshot_exclude=...); on AgentRx runs agentrx is always left out"
     )
     p.add_argument(
         "--verification",
