@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -68,15 +68,20 @@ def _newer(version: object) -> ValueError | None:
     return None
 
 
-def _parse(line: bytes) -> Annotation:
-    """One line as a whole, validated record (``ValueError`` / ``ValidationError`` if not)."""
+def _object(line: bytes) -> dict[str, Any]:
+    """One line as a JSON object of a layout this mast reads (``ValueError`` if not)."""
     record = json.loads(line)
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, got {type(record).__name__}")
     newer = _newer(record.get("schema_version"))
     if newer is not None:
         raise newer
-    return Annotation.model_validate(record)
+    return record
+
+
+def _parse(line: bytes) -> Annotation:
+    """One line as a whole, validated record (``ValueError`` / ``ValidationError`` if not)."""
+    return Annotation.model_validate(_object(line))
 
 
 def _lines(path: Path) -> Iterator[tuple[int, int, int, bytes, bool]]:
@@ -110,12 +115,7 @@ def _text(value: object) -> str | None:
 def brief_of(line: bytes) -> RecordBrief:
     """The :class:`RecordBrief` of one line; ``ValueError`` for a line that is no record
     (not JSON, a newer layout, or without the fields every record has)."""
-    record = json.loads(line)
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    newer = _newer(record.get("schema_version"))
-    if newer is not None:
-        raise newer
+    record = _object(line)
     trace_id, status = record.get("trace_id"), record.get("status")
     if not isinstance(trace_id, str) or not isinstance(status, str) or status not in _STATUSES:
         raise ValueError("not a record: no trace_id, or an unknown status")
