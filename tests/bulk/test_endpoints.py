@@ -11,30 +11,16 @@ import json
 from pathlib import Path
 
 import pytest
+from synthetic_traces import synthetic
 
 from fake_llm_server import FakeLLMServer, Reply, verdict_json
 from mast.bulk.runner import annotate_many, config_hash
 from mast.judge.judge import Judge
 from mast.taxonomy import load_taxonomy
-from mast.traces.model import Step, Trace
 
 CODES = load_taxonomy().codes
 KEY = "sk-numbers-test-key-0000000000000ZZZZ"
 ANSWER = verdict_json(CODES, ("1.1",))
-
-
-def synthetic(n: int, prefix: str = "t") -> list[Trace]:
-    return [
-        Trace(
-            id=f"{prefix}{i}",
-            task=f"Task number {i}: add two numbers.",
-            steps=[
-                Step.make(0, f"Please add {i} and {i + 1}.", agent="user"),
-                Step.make(1, f"The sum is {2 * i + 1}.", agent="solver"),
-            ],
-        )
-        for i in range(n)
-    ]
 
 
 # --------------------------------------------------------------------------- 32.1 endpoint

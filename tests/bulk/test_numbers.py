@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_traces import synthetic
 
 from fake_llm_server import FakeLLMServer, Recorded, Reply, verdict_json
 from mast.bulk.runner import RetryPolicy, annotate_many
@@ -31,20 +32,6 @@ KEY = "sk-numbers-test-key-0000000000000ZZZZ"
 ANSWER = verdict_json(CODES, ("1.1",))
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02)
 PRICES = {"openai/gpt-4o-mini": {"input": 1.0, "output": 1.0}}  # USD per million tokens
-
-
-def synthetic(n: int, prefix: str = "t") -> list[Trace]:
-    return [
-        Trace(
-            id=f"{prefix}{i}",
-            task=f"Task number {i}: add two numbers.",
-            steps=[
-                Step.make(0, f"Please add {i} and {i + 1}.", agent="user"),
-                Step.make(1, f"The sum is {2 * i + 1}.", agent="solver"),
-            ],
-        )
-        for i in range(n)
-    ]
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_traces import synthetic
 
 import mast
 from fake_llm_server import FakeLLMServer, Recorded, Reply, verdict_json
@@ -35,20 +36,6 @@ FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
 def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Never touch the user's ~/.cache from tests.
     monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "default-cache"))
-
-
-def synthetic(n: int, prefix: str = "t") -> list[Trace]:
-    return [
-        Trace(
-            id=f"{prefix}{i}",
-            task=f"Task number {i}: add two numbers.",
-            steps=[
-                Step.make(0, f"Please add {i} and {i + 1}.", agent="user"),
-                Step.make(1, f"The sum is {2 * i + 1}.", agent="solver"),
-            ],
-        )
-        for i in range(n)
-    ]
 
 
 def judge_for(server: FakeLLMServer, **kw: Any) -> Judge:
