@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import mast
-from mast.judge.prompt.fewshot import load_examples
-from mast.judge.prompt.leak import leaked
+from mast.judge.prompt.fewshot import FewShotExample, load_examples
+from mast.judge.prompt.leak import leaked, normalized_text
 from mast.traces.model import Step, Trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -132,3 +132,50 @@ def test_shared_text_entries_may_start_with_a_hash() -> None:
     raw = (data_dir("fewshot") / SHARED_TEXT_FILE).read_text(encoding="utf-8").splitlines()
     body = raw[raw.index("") + 1 :]
     assert body and len(shared_text()) == len({" ".join(x.split()) for x in body if x.strip()})
+
+
+def test_the_key_word_shortcut_finds_what_a_plain_search_finds() -> None:
+    from mast.judge.prompt.leak import TraceText, _key_word
+
+    trace = Trace(
+        id="t",
+        steps=[
+            Step.make(0, "alpha  beta gamma\ndelta-epsilon zeta eta theta"),
+            Step.make(1, "iota"),
+        ],
+    )
+    text = TraceText(trace)
+    assert text.text == "alpha beta gamma delta-epsilon zeta eta theta iota"
+    # Lines that start or end inside a word, cross a step or a line break, or lack a word.
+    for line in [
+        "lpha beta gam",
+        "gamma delta-epsilon zeta",
+        "ta-epsilon zeta eta th",
+        "theta iota",
+        "beta gamma delta",
+        "beta gamm delta",
+        "eta theta iota kappa",
+        "alpha beta",
+        "epsilon",
+        "zeta et",
+    ]:
+        assert text.holds(line, _key_word(line)) is (line in text.text), line
+    # On real excerpts and traces, the same ids as the plain search over every line.
+    for human in HUMAN.values():
+        plain = _plain_leaks(EXAMPLES, normalized_text(human))
+        assert leaked(EXAMPLES, human) == [ex.id for ex in EXAMPLES if ex.id in plain]
+    assert any(leaked(EXAMPLES, human) for human in HUMAN.values())
+
+
+def _plain_leaks(examples: list[FewShotExample], haystack: str) -> set[str]:
+    from mast.judge.prompt.leak import _key, _probes, shared_text
+
+    out = set()
+    for ex_id, task, steps in _probes(_key(examples), shared_text()):
+        if task is not None and task in haystack:
+            out.add(ex_id)
+            continue
+        hits = sum(1 for own in steps if any(line in haystack for line, _ in own))
+        if hits and hits >= min(2, len(steps)):
+            out.add(ex_id)
+    return out

@@ -31,7 +31,14 @@ from typing import Protocol
 from mast._resources import data_dir
 from mast.traces.model import Trace
 
-__all__ = ["leaked", "normalized_text", "partial", "read_shared_text", "shared_text"]
+__all__ = [
+    "TraceText",
+    "leaked",
+    "normalized_text",
+    "partial",
+    "read_shared_text",
+    "shared_text",
+]
 
 # Lines shorter than this (after collapsing whitespace) are too common to identify a run.
 MIN_PROBE_CHARS = 40
@@ -98,8 +105,41 @@ def read_shared_text(text: str) -> frozenset[str]:
 # One example as the probes read it: (run, task, contents of its steps).
 _Key = tuple[tuple[str, str, str, tuple[str, ...]], ...]
 # Per example: its id, its task (normalized, when long enough to probe with) and, per step
-# with own lines, those lines.
-_Probes = tuple[tuple[str, str | None, tuple[tuple[str, ...], ...]], ...]
+# with own lines, those lines, each with its key word (see _key_word).
+_Probes = tuple[tuple[str, str | None, tuple[tuple[tuple[str, str | None], ...], ...]], ...]
+
+
+class TraceText:
+    """A trace's text as the probes search it (:func:`normalized_text`), made once for
+    both :func:`leaked` and :func:`partial`, with the set of its words."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.text = normalized_text(trace)
+        self._words: frozenset[str] | None = None
+
+    def __contains__(self, line: str) -> bool:
+        return line in self.text
+
+    def holds(self, line: str, key: str | None) -> bool:
+        """``line in self.text``, ruled out first by its key word when that is no word of
+        the text (a set lookup instead of a scan of the whole text)."""
+        if key is not None:
+            if self._words is None:
+                self._words = frozenset(self.text.split())
+            if key not in self._words:
+                return False
+        return line in self.text
+
+
+def _key_word(line: str) -> str | None:
+    """The longest inner word of ``line`` (not its first or last: those may be parts of
+    longer words where the line occurs), or None for a line of two words or fewer.
+
+    Both texts have their whitespace collapsed, so where ``line`` occurs in a text, each
+    inner word of it is a whole word of that text: a line whose key word the text lacks
+    does not occur in it."""
+    words = line.split()
+    return max(words[1:-1], key=len) if len(words) > 2 else None
 
 
 def _key(examples: Sequence[_ExampleLike]) -> _Key:
@@ -125,31 +165,33 @@ def _probes(key: _Key, corpus_shared: frozenset[str]) -> _Probes:
         task = _norm(ex_task)
         steps = []
         for content in contents:
-            own = tuple(line for line in _lines(content) if line not in shared)
+            own = tuple((line, _key_word(line)) for line in _lines(content) if line not in shared)
             if own:
                 steps.append(own)
         out.append((ex_id, task if len(task) >= MIN_PROBE_CHARS else None, tuple(steps)))
     return tuple(out)
 
 
-def _overlap(examples: Sequence[_ExampleLike], trace: Trace) -> dict[str, tuple[int, int]]:
+def _overlap(
+    examples: Sequence[_ExampleLike], trace: Trace | TraceText
+) -> dict[str, tuple[int, int]]:
     """Per example: (steps with own lines in the trace, steps needed); task hits count as all."""
-    haystack = normalized_text(trace)
+    haystack = trace if isinstance(trace, TraceText) else TraceText(trace)
     out: dict[str, tuple[int, int]] = {}
     for ex_id, task, steps in _probes(_key(examples), shared_text()):
         if task is not None and task in haystack:
             out[ex_id] = (1, 1)
             continue
-        hits = sum(1 for own in steps if any(line in haystack for line in own))
+        hits = sum(1 for own in steps if any(haystack.holds(line, key) for line, key in own))
         out[ex_id] = (hits, min(2, len(steps)))
     return out
 
 
-def leaked(examples: Sequence[_ExampleLike], trace: Trace) -> list[str]:
+def leaked(examples: Sequence[_ExampleLike], trace: Trace | TraceText) -> list[str]:
     """Ids of the ``examples`` whose own content occurs in ``trace`` (see the module doc)."""
     return [i for i, (hits, need) in _overlap(examples, trace).items() if hits and hits >= need]
 
 
-def partial(examples: Sequence[_ExampleLike], trace: Trace) -> list[str]:
+def partial(examples: Sequence[_ExampleLike], trace: Trace | TraceText) -> list[str]:
     """Ids of the ``examples`` with some of their own content in ``trace``, too little to drop."""
     return [i for i, (hits, need) in _overlap(examples, trace).items() if 0 < hits < need]

@@ -34,7 +34,7 @@ from mast.judge.prompt.fewshot import (
     select_examples,
     unquoted_positives,
 )
-from mast.judge.prompt.leak import leaked, partial
+from mast.judge.prompt.leak import TraceText, leaked, partial
 from mast.judge.prompt.render import shown_examples
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.traces.model import Trace
@@ -138,8 +138,9 @@ class Shots:
 
         Examples with some own text in the trace, too little to tell, are kept with a note.
         """
+        text = TraceText(trace)  # searched by both tests below
         # Over the whole pool, so that the gap is never filled with another excerpt of it.
-        out = set(leaked(self.chosen if self.explicit else self.pool, trace))
+        out = set(leaked(self.chosen if self.explicit else self.pool, text))
         shots = self
         if out & set(self.ids):
             if self.explicit:
@@ -149,7 +150,7 @@ class Shots:
             gone = ", ".join(i for i in self.ids if i in out)
             note = f"few-shot example(s) {gone} left out: they are excerpts of this trace"
             shots = replace(self, chosen=chosen, notes=[*self.notes, note])
-        maybe = partial(shots.chosen, trace)
+        maybe = partial(shots.chosen, text)
         if maybe:
             note = f"few-shot example(s) {', '.join(maybe)} kept: they may come from this trace"
             shots = replace(shots, notes=[*shots.notes, note])
