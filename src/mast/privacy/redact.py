@@ -143,11 +143,12 @@ class Redactor:
         text: str,
         counts: Counter[str],
         depth: int = 0,
-        absent: tuple[bool, ...] | None = None,
+        active: tuple[int, ...] | None = None,
     ) -> str:
-        """``absent`` (from :meth:`_absent`, for a text that is part of a larger one): per
-        pattern, whether none of its literal prefixes occur in the larger text. It holds
-        only as long as ``text`` is unchanged, so it is dropped at the first replacement."""
+        """``active`` (from :meth:`_active`, for a text that is part of a larger one): the
+        indices of the patterns some of whose literal prefixes occur in the larger text,
+        the only ones that can match. It holds only as long as ``text`` is unchanged, so
+        every pattern runs after the first replacement."""
         if not text:
             return text
         before = text
@@ -157,11 +158,23 @@ class Redactor:
         if "\\" in text and depth < _MAX_DEPTH:
             text = self._redact_json_strings(text, counts, depth)
         if text is not before:
-            absent = None
+            active = None
         lowered: str | None = None
-        for i, pattern in enumerate(self.patterns):
-            if absent is not None and absent[i]:
-                continue
+        patterns = self.patterns
+        i = 0
+        # After a replacement (which can bring a prefix, e.g. "secret" with a placeholder)
+        # the rest of the patterns all run: ``active`` becomes None and ``i`` counts on.
+        while True:
+            if active is None:
+                if i >= len(patterns):
+                    return text
+                index = i
+            else:
+                if i >= len(active):
+                    return text
+                index = active[i]
+            i += 1
+            pattern = patterns[index]
             haystack = text
             if pattern.caseless:
                 if lowered is None:
@@ -170,8 +183,13 @@ class Redactor:
                 haystack = lowered if len(lowered) == len(text) else _ascii_lower(text)
             spans = pattern.spans(text, haystack)
             if spans:
-                text, lowered, absent = _replace(text, spans, pattern.kind, counts), None, None
-        return text
+                text, lowered = _replace(text, spans, pattern.kind, counts), None
+                if active is not None:
+                    active, i = None, index + 1
+
+    def _active(self, texts: list[str]) -> tuple[int, ...]:
+        """The indices of the patterns that :meth:`_absent` does not rule out."""
+        return tuple(i for i, skip in enumerate(self._absent(texts)) if not skip)
 
     def _absent(self, texts: list[str]) -> tuple[bool, ...]:
         """Per pattern, whether none of its literal prefixes occur in any of ``texts``: one
@@ -203,11 +221,11 @@ class Redactor:
             except ValueError:
                 continue
         # The pre-check for all the decoded strings of this text together.
-        absent = self._absent([decoded for _, decoded in found]) if len(found) > 1 else None
+        active = self._active([decoded for _, decoded in found]) if len(found) > 1 else None
         pieces: list[str] = []
         pos = 0
         for match, decoded in found:
-            new = self._redact(decoded, counts, depth + 1, absent)
+            new = self._redact(decoded, counts, depth + 1, active)
             if new != decoded:
                 pieces += (text[pos : match.start()], json.dumps(new, ensure_ascii=False))
                 pos = match.end()
@@ -232,18 +250,18 @@ class Redactor:
             texts += [v for v in (step.content, step.agent, step.role, step.tool_name) if v]
             if isinstance(step.tool_args, str):
                 texts.append(step.tool_args)
-        absent = self._absent(texts)
+        memo = _Memo(self, self._active(texts), counts)
         updates: dict[str, Any] = {}
         for name in ("task", "system", "benchmark"):
             value = getattr(trace, name)
             if value:
-                new = self._redact(value, counts, absent=absent)
+                new = memo.redact(value)
                 if new != value:
                     updates[name] = new
         steps: list[Step] = []
         changed = False
         for step in trace.steps:
-            new_step = self._redact_step(step, counts, absent)
+            new_step = self._redact_step(step, memo)
             changed = changed or new_step is not step
             steps.append(new_step)
         if changed:
@@ -252,25 +270,26 @@ class Redactor:
             return trace, {}
         return trace.model_copy(update=updates), dict(counts)
 
-    def _redact_step(self, step: Step, counts: Counter[str], absent: tuple[bool, ...]) -> Step:
+    def _redact_step(self, step: Step, memo: _Memo) -> Step:
         updates: dict[str, Any] = {}
         for name in ("content", "agent", "role", "tool_name"):
             value = getattr(step, name)
             if value:
-                new = self._redact(value, counts, absent=absent)
+                new = memo.redact(value)
                 if new != value:
                     updates[name] = new
         if step.tool_args is not None:
-            args = self._redact_args(step.tool_args, counts, absent)
+            args = self._redact_args(step.tool_args, memo)
             if args is not step.tool_args:
                 updates["tool_args"] = args
         return step.model_copy(update=updates) if updates else step
 
-    def _redact_args(self, args: Any, counts: Counter[str], absent: tuple[bool, ...]) -> Any:
+    def _redact_args(self, args: Any, memo: _Memo) -> Any:
         """Tool arguments: redact their JSON text (so ``"aws_secret_access_key": "…"`` keeps
         its context), falling back to string by string if that breaks the JSON."""
+        counts = memo.counts
         if isinstance(args, str):
-            new = self._redact(args, counts, absent=absent)
+            new = memo.redact(args)
             return args if new == args else new
         try:
             dumped = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
@@ -295,6 +314,27 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self._redact_each(v, counts) for v in value]
         return value
+
+
+class _Memo:
+    """The texts of one trace redacted once each: agents, roles and tool names recur in
+    every step, and so do repeated contents. A repeat adds the counts of its first time."""
+
+    def __init__(self, redactor: Redactor, active: tuple[int, ...], counts: Counter[str]) -> None:
+        self._redactor = redactor
+        self._active = active
+        self.counts = counts
+        self._done: dict[str, tuple[str, Counter[str] | None]] = {}
+
+    def redact(self, text: str) -> str:
+        done = self._done.get(text)
+        if done is None:
+            local: Counter[str] = Counter()
+            new = self._redactor._redact(text, local, active=self._active)
+            done = self._done[text] = (new, local or None)
+        if done[1]:
+            self.counts.update(done[1])
+        return done[0]
 
 
 def _ascii_lower(text: str) -> str:
