@@ -224,3 +224,108 @@ def test_leak_probes_follow_an_example_changed_in_place() -> None:
         Step.make(1, "and this one too: nothing of it is in the trace being judged"),
     ]
     assert leaked([example], trace) == []
+
+
+# ------------------------------------------------- text-format reading (issue 37, item 5)
+LAYOUT_PIECES = [
+    "1.3", "2.5", "1.1.4", "C.", "C:", " C)", "(C.", "|C .", "xC.", "B.", "Present: ",
+    "Absent: ", "Detected = ", "Not present - ", "none", "NONE", "Nothing", "n\u0131thing",
+    "Yes: ", "- ", "* ", "# ", "## Present", "Detected failure modes:", "Absent:\n",
+    "Summary:", ", ", " and ", "(x)", "\"", "'", "\n", "\n\n", " ", "\t", ":", "\u212a",
+    "\u0130", "word", "Step Repetition", "\x0c", "\r", "\nPresent:\n", "\n## Absent\n",
+    "\nThe following modes are present:\n", "- 1.3 Step Repetition\n", "- item\n", "  more\n",
+    "1. first\n", "[x] done\n", "Present: 1.3, 2.5\n", "Absent: none\n", "No: 1.1 (why)",
+]  # fmt: skip
+layout_texts = st.lists(st.sampled_from(LAYOUT_PIECES) | st.text(max_size=3), max_size=24).map(
+    "".join
+)
+PLAIN_C_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))C\s*[.):]", re.MULTILINE)
+
+
+@settings(max_examples=400, deadline=None)
+@given(layout_texts)
+def test_c_marker_matches_as_before(text: str) -> None:
+    from mast.judge.reply.textformat import _C_MARKER
+
+    assert [m.span() for m in _C_MARKER.finditer(text)] == [
+        m.span() for m in PLAIN_C_MARKER.finditer(text)
+    ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(layout_texts)
+def test_list_heads_searched_line_by_line_are_those_of_the_whole_text(text: str) -> None:
+    from mast.judge.reply import textlayout
+
+    want = [(m.span(), m.group("label")) for m in textlayout._LIST_HEAD.finditer(text)]
+    assert [(m.span(), m.group("label")) for m in textlayout._list_heads(text)] == want
+
+
+def _plain_sections(text: str, layout: object) -> list[tuple[int, int, bool]]:
+    """read_sections as it was: every _SECTION_HEAD match, the rest of the text sliced."""
+    from mast.judge.reply import textlayout as tl
+
+    spans: list[tuple[int, int, bool]] = []
+    for head in tl._SECTION_HEAD.finditer(text):
+        line = head.group(0)
+        if tl._CODE_ANY.search(line) or not (
+            line.rstrip().endswith(":") or line.lstrip().startswith("#")
+        ):
+            continue
+        polarity = tl.label_polarity(head.group("label"))
+        if polarity is None:
+            continue
+        start = head.end()
+        end = start
+        seen_item = False
+        for line_match in re.finditer(r"[^\n]*\n?", text[start:]):
+            raw = line_match.group(0)
+            if not raw:
+                break
+            stripped = raw.strip()
+            absolute = start + line_match.start()
+            if not stripped:
+                continue
+            if tl._BULLET_LINE.match(raw) or (seen_item and raw[:1] in " \t"):
+                seen_item = True
+                end = absolute + len(raw)
+                continue
+            break
+        if seen_item:
+            spans.append((start, end, polarity))
+            layout.boundaries.append(tl._line_start(text, head.start()))  # type: ignore[attr-defined]
+    return spans
+
+
+SECTION_LINES = [
+    "Detected failure modes:", "## Absent", "  # Present", "\x0cPresent:", "Present: \t",
+    "Absent:\x0c", "Present 1.3:", "- 1.3 Step Repetition", "  more", "* x", "1. first",
+    "[x] done", "", "prose", "Summary:", "\t- tabbed",
+]  # fmt: skip
+section_texts = st.lists(st.sampled_from(SECTION_LINES), max_size=12).map("\n".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(layout_texts | section_texts)
+def test_sections_are_read_as_before(text: str) -> None:
+    from mast.judge.reply import textlayout
+
+    fast, plain = textlayout.Layout(), textlayout.Layout()
+    assert textlayout.read_sections(text, fast) == _plain_sections(text, plain)
+    assert fast.boundaries == plain.boundaries
+
+
+def test_close_name_comparisons_are_remembered_per_taxonomy() -> None:
+    from mast.judge.reply import textnames
+    from mast.judge.reply.textformat import _name_index
+    from mast.taxonomy import load_taxonomy
+
+    tax = load_taxonomy()
+    names = _name_index(tax)
+    spellings = textnames._spellings(tax, names)
+    assert textnames._spellings(tax, names) is spellings
+    for name in ["Infromation Withholding", "Step Repetitoin", "Requirement already satisfied"]:
+        want = textnames._compare(textnames._squash(name), spellings)
+        assert textnames._close_codes(name, spellings) == want
+        assert textnames._close_codes(name, spellings) == want  # from the memo
+    assert textnames._close_codes("Infromation Withholding", spellings) == {"2.4"}

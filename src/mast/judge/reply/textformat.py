@@ -116,7 +116,10 @@ _NAMED_LABEL = re.compile(
 )
 _HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]", re.MULTILINE)
 _RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|_{3,}|={3,}|@@)[ \t]*$", re.MULTILINE)
-_C_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))C\s*[.):]", re.MULTILINE)
+# "C." at the start of the text or after a space or one of @#>(| (a line start included):
+# the test of the character before comes after the literal, so the regex engine skips
+# ahead to a "C" (the same matches as (?:^|(?<=[\s@#>(|]))C… with re.MULTILINE).
+_C_MARKER = re.compile(r"C(?<![^\s@#>(|]C)\s*[.):]")
 _B_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))B\s*[.):]", re.MULTILINE)
 _A_MARKER = re.compile(r"(?:^|(?<=[\s@#>(|]))A\s*[.):]", re.MULTILINE)
 _SUMMARY_LABEL = re.compile(r"^\s*(?:free[- ]?form\s+text\s+summary[^:\n]*|summary)[ \t]*[:\n]\s*",

@@ -29,6 +29,7 @@ codes and their text never leaks into a neighbour's item:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -343,10 +344,37 @@ _LIST_SEP = re.compile(r"[ \t]*(?:,|;|/|&|\band\b|\bor\b)[ \t]*", re.IGNORECASE)
 _NONE_WORD = re.compile(r"\s*(?:none|nothing)\b(?!\s+of\b)", re.IGNORECASE)
 
 
+# What every list head is followed by, on its own line: a code ("1.3") or none / nothing.
+_LIST_CUE = re.compile(r"\d\.\d|none|nothing")
+
+
+def _list_heads(text: str) -> Iterator[re.Match[str]]:
+    """``_LIST_HEAD.finditer(text)``, searched only on the lines that hold a cue of one.
+
+    No part of a list head matches a line break, and each is followed, on its line, by a
+    code or by none / nothing; its lookbehind sees the text before the line, and the end
+    of each search takes the line's line break in, so its lookaheads see what they see
+    in the whole text: the same matches, in the same order, without running the slow
+    case-insensitive pattern over every line of a long log."""
+    folded = fold_case(text)
+    cues = _LIST_CUE.finditer(folded) if folded is not None else _LIST_CUE_ANY_CASE.finditer(text)
+    end = -1
+    for cue in cues:
+        if cue.start() < end:
+            continue  # that line is searched already
+        start = text.rfind("\n", 0, cue.start()) + 1
+        line_break = text.find("\n", cue.end())
+        end = len(text) if line_break == -1 else line_break + 1
+        yield from _LIST_HEAD.finditer(text, start, end)
+
+
+_LIST_CUE_ANY_CASE = re.compile(_LIST_CUE.pattern, re.IGNORECASE)
+
+
 def read_code_lists(text: str, known: set[str], names: _Names, layout: Layout) -> None:
     """``Label: 1.3, 2.5`` lines: each listed code gets the label's polarity."""
     skip_name = names.match
-    for head in _LIST_HEAD.finditer(text):
+    for head in _list_heads(text):
         if layout.is_consumed(head.start()):
             continue
         polarity = label_polarity(head.group("label"))
@@ -390,16 +418,21 @@ _SECTION_HEAD = re.compile(
     re.MULTILINE,
 )
 _BULLET_LINE = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,2}[.)]|\[[ xX]?\])[ \t]+\S")
+_LINE = re.compile(r"[^\n]*\n?")
 
 
 def read_sections(text: str, layout: Layout) -> list[tuple[int, int, bool]]:
     """Spans of bullet lists under a polarity header: (start, end, polarity)."""
     spans: list[tuple[int, int, bool]] = []
-    for head in _SECTION_HEAD.finditer(text):
-        line = head.group(0)
-        if _CODE_ANY.search(line) or not (
-            line.rstrip().endswith(":") or line.lstrip().startswith("#")
-        ):
+    line_start = 0
+    # A header is a whole line (no part of _SECTION_HEAD matches a line break, and it runs
+    # from ^ to $) that ends with ":" or opens with "#": only such lines are tried.
+    for line in text.split("\n"):
+        at, line_start = line_start, line_start + len(line) + 1
+        if not (line.rstrip().endswith(":") or line.lstrip().startswith("#")):
+            continue
+        head = _SECTION_HEAD.match(text, at)
+        if head is None or _CODE_ANY.search(line):
             continue
         polarity = label_polarity(head.group("label"))
         if polarity is None:
@@ -407,12 +440,12 @@ def read_sections(text: str, layout: Layout) -> list[tuple[int, int, bool]]:
         start = head.end()
         end = start
         seen_item = False
-        for line_match in re.finditer(r"[^\n]*\n?", text[start:]):
+        for line_match in _LINE.finditer(text, start):
             raw = line_match.group(0)
             if not raw:
                 break
             stripped = raw.strip()
-            absolute = start + line_match.start()
+            absolute = line_match.start()
             if not stripped:
                 continue
             if _BULLET_LINE.match(raw) or (seen_item and raw[:1] in " \t"):

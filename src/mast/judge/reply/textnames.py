@@ -55,6 +55,28 @@ def _squash(name: str) -> str:
 
 def _close_codes(name: str, spellings: dict[str, set[str]]) -> set[str]:
     squashed = _squash(name)
+    # Log lines repeat their labels ("Requirement already satisfied: …" on every line):
+    # each squashed name is compared with the spellings once.
+    memo = _CLOSE_MEMO.get(id(spellings))
+    if memo is None or memo[0] is not spellings:
+        if len(_CLOSE_MEMO) >= 8:
+            _CLOSE_MEMO.clear()
+        memo = _CLOSE_MEMO[id(spellings)] = (spellings, {})
+    known = memo[1].get(squashed)
+    if known is None:
+        if len(memo[1]) >= _MAX_CLOSE_MEMO:
+            memo[1].clear()
+        known = memo[1][squashed] = frozenset(_compare(squashed, spellings))
+    return set(known)
+
+
+# Per spellings dict (by identity, with the dict kept so that its id is not reused): the
+# codes close to each squashed name.
+_CLOSE_MEMO: dict[int, tuple[dict[str, set[str]], dict[str, frozenset[str]]]] = {}
+_MAX_CLOSE_MEMO = 4096
+
+
+def _compare(squashed: str, spellings: dict[str, set[str]]) -> set[str]:
     codes: set[str] = set()
     for spelling, owners in spellings.items():
         if abs(len(spelling) - len(squashed)) > 4:
@@ -71,6 +93,21 @@ def _close_codes(name: str, spellings: dict[str, set[str]]) -> set[str]:
 
 
 def _spellings(taxonomy: Taxonomy, names: NameIndex) -> dict[str, set[str]]:
+    # Built once per taxonomy and index (both frozen; by identity, as the other indexes of
+    # the readers are), so that _close_codes can remember its comparisons.
+    key = (id(taxonomy), id(names))
+    found = _SPELLINGS.get(key)
+    if found is None or found[0] is not taxonomy or found[1] is not names:
+        if len(_SPELLINGS) >= 8:
+            _SPELLINGS.clear()
+        found = _SPELLINGS[key] = (taxonomy, names, _make_spellings(taxonomy, names))
+    return found[2]
+
+
+_SPELLINGS: dict[tuple[int, int], tuple[Taxonomy, NameIndex, dict[str, set[str]]]] = {}
+
+
+def _make_spellings(taxonomy: Taxonomy, names: NameIndex) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for mode in taxonomy:
         for name in (mode.name, *mode.aliases):
