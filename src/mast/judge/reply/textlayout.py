@@ -346,16 +346,13 @@ _NONE_WORD = re.compile(r"\s*(?:none|nothing)\b(?!\s+of\b)", re.IGNORECASE)
 
 # What every list head is followed by, on its own line: a code ("1.3") or none / nothing.
 _LIST_CUE = re.compile(r"\d\.\d|none|nothing")
+_LIST_CUE_ANY_CASE = re.compile(_LIST_CUE.pattern, re.IGNORECASE)
 
 
 def _list_heads(text: str) -> Iterator[re.Match[str]]:
-    """``_LIST_HEAD.finditer(text)``, searched only on the lines that hold a cue of one.
-
-    No part of a list head matches a line break, and each is followed, on its line, by a
-    code or by none / nothing; its lookbehind sees the text before the line, and the end
-    of each search takes the line's line break in, so its lookaheads see what they see
-    in the whole text: the same matches, in the same order, without running the slow
-    case-insensitive pattern over every line of a long log."""
+    """``_LIST_HEAD.finditer(text)``, searched only on lines that hold a cue. A head never
+    spans a line break and is followed on its line by its cue; each search sees the text
+    before the line (lookbehind) and the line break (lookaheads): the same matches."""
     folded = fold_case(text)
     cues = _LIST_CUE.finditer(folded) if folded is not None else _LIST_CUE_ANY_CASE.finditer(text)
     end = -1
@@ -366,9 +363,6 @@ def _list_heads(text: str) -> Iterator[re.Match[str]]:
         line_break = text.find("\n", cue.end())
         end = len(text) if line_break == -1 else line_break + 1
         yield from _LIST_HEAD.finditer(text, start, end)
-
-
-_LIST_CUE_ANY_CASE = re.compile(_LIST_CUE.pattern, re.IGNORECASE)
 
 
 def read_code_lists(text: str, known: set[str], names: _Names, layout: Layout) -> None:
