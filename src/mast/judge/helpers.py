@@ -40,8 +40,33 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
         return box[0]
     # A loop is already running in this thread (a notebook): use a private one elsewhere.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, runner()).result()
+        pool.submit(_run_on_own_loop, runner).result()
     return box[0]
+
+
+def _run_on_own_loop(main: Callable[[], Awaitable[None]]) -> None:
+    """asyncio.run's work on a loop of our own, closed at the end.
+
+    Not asyncio.run itself: once nest_asyncio has patched it (Jupyter kernels do; so does
+    Inspect Scout's log reader), it takes the thread's loop from get_event_loop and never
+    closes it, and every call from a notebook would leave an unclosed loop behind.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # as asyncio.run does, for code that asks for "the" loop
+    try:
+        loop.run_until_complete(main())
+    finally:
+        try:
+            left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
 
 
 def judge_taxonomy(

@@ -3,7 +3,10 @@ scanner run by Scout's own runner, and mast as an Inspect scorer run by Inspect'
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,30 +76,44 @@ def test_scores_written_into_an_eval_log_read_back_with_inspect(tmp_path: Path, 
     ]
 
 
-def test_scout_scanner_under_scouts_runner(tmp_path: Path, fake_llm) -> None:
-    scout = pytest.importorskip("inspect_scout")
-    from mast.export import mast_scanner
+# Scout's log reader calls inspect_ai's run_coroutine inside Scout's own running loop, which
+# applies nest_asyncio2 to the whole process: asyncio.run, the loop classes and Task are patched
+# for good, and from then on every asyncio.run in a worker thread leaves an unclosed loop behind
+# (a ResourceWarning at whichever later test the collector runs in). The scan runs in a child.
+_SCOUT_SCAN = """
+import json, sys
+import inspect_scout as scout
+from mast.export import mast_scanner
+base_url, logs, scans = sys.argv[1:4]
+scanner = mast_scanner("openai/gpt-4.1", base_url=base_url, api_key="sk-test", fewshot=0)
+status = scout.scan([scanner], scout.transcripts_from(logs), scans=scans, display="none")
+frame = scout.scan_results_df(status.location).scanners["mast"]
+print(json.dumps({
+    "complete": status.complete,
+    "rows": len(frame),
+    "present": [bool(v) for v in frame[frame["label"] == "mast/1.3"]["value"]],
+    "answers_2_1": sorted(set(frame[frame["label"] == "mast/2.1"]["answer"])),
+}))
+"""
 
+
+def test_scout_scanner_under_scouts_runner(tmp_path: Path, fake_llm) -> None:
+    pytest.importorskip("inspect_scout")
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(FIXTURE, logs / "run.eval")
     codes = mast.load_taxonomy().codes
     fake_llm.enqueue(*[Reply.text(verdict_json(codes, present=("1.3",))) for _ in range(2)])
-    scanner = mast_scanner(
-        "openai/gpt-4.1", base_url=fake_llm.openai_base_url, api_key="sk-test", fewshot=0
+    args = [fake_llm.openai_base_url, str(logs), str(tmp_path / "scans")]
+    child = subprocess.run(
+        [sys.executable, "-c", _SCOUT_SCAN, *args], capture_output=True, text=True, timeout=300
     )
-    status = scout.scan(
-        [scanner],
-        scout.transcripts_from(str(logs)),
-        scans=str(tmp_path / "scans"),
-        display="none",
-    )
-    assert status.complete, status
-    frame = scout.scan_results_df(status.location).scanners["mast"]
-    assert len(frame) == 2 * len(codes)  # two transcripts, every mode judged
-    present = frame[frame["label"] == "mast/1.3"]
-    assert list(present["value"]) == [True, True]
-    assert set(frame[frame["label"] == "mast/2.1"]["answer"]) == {"absent"}
+    assert child.returncode == 0, child.stderr[-3000:]
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    assert result["complete"], child.stderr[-3000:]
+    assert result["rows"] == 2 * len(codes)  # two transcripts, every mode judged
+    assert result["present"] == [True, True]
+    assert result["answers_2_1"] == ["absent"]
     assert len(fake_llm.requests) == 2  # one judge call per transcript
 
 
