@@ -168,12 +168,12 @@ def test_mode_names_are_found_in_folded_text_where_the_caseless_search_finds_the
 @settings(max_examples=400, deadline=None)
 @given(case_texts)
 def test_may_set_defaults_on_folded_text_never_misses(text: str) -> None:
-    from mast.judge.reply import textlayout
+    from mast.judge.reply import textdefaults
     from mast.judge.reply.textslot import fold_case
 
     folded = fold_case(text)
-    if folded is not None and textlayout._DEFAULT_CUES.search(text):
-        assert textlayout.may_set_defaults(folded, lowered=True)
+    if folded is not None and textdefaults.DEFAULT_CUES.search(text):
+        assert textdefaults.may_set_defaults(folded, lowered=True)
 
 
 @settings(max_examples=300, deadline=None)
@@ -329,3 +329,29 @@ def test_close_name_comparisons_are_remembered_per_taxonomy() -> None:
         assert textnames._close_codes(name, spellings) == want
         assert textnames._close_codes(name, spellings) == want  # from the memo
     assert textnames._close_codes("Infromation Withholding", spellings) == {"2.4"}
+
+
+PLAIN_NONE_LIST = re.compile(r"(?::|=|[-–—][ \t])[\[{(\s]*(?:none|nothing)")
+NONE_PIECES = [
+    "none", "nothing", "nonE", ":", "=", "-", "–", "—", " ", "\t", "\n", "\u00a0", "[", "{",
+    "(", ")", "x", "- ", "-\t", "-x", ": [none", "=  {(none", "— nothing",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(NONE_PIECES) | st.text(max_size=2), max_size=14).map("".join))
+def test_none_after_a_separator_is_found_as_by_the_regex(text: str) -> None:
+    from mast.judge.reply.textdefaults import _none_after_separator
+
+    assert _none_after_separator(text) is (PLAIN_NONE_LIST.search(text) is not None)
+
+
+MARK_PIECES = ["*", "**", "`", "``", "~", "~~", "_", "__", "___", "a", "1", " ", "\n", "é", "-"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(MARK_PIECES), max_size=16).map("".join))
+def test_emphasis_is_dropped_as_by_the_regex(text: str) -> None:
+    from mast.judge.reply.textslot import _EMPHASIS, _drop_emphasis
+
+    assert _drop_emphasis(text) == _EMPHASIS.sub("", text)

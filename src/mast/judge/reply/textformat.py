@@ -41,6 +41,7 @@ from functools import lru_cache
 
 from mast.judge.reply import textlayout as _layout
 from mast.judge.reply.symbol_legend import apply_legend
+from mast.judge.reply.textdefaults import may_set_defaults
 from mast.judge.reply.textnames import code_the_names, may_name_a_mode
 from mast.judge.reply.textslot import (
     ANSWER_WORDS,
@@ -262,8 +263,8 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
         # these scan much faster.
         if "task" in lowered and _layout.find_task_line(text) is not None:
             return True
-        return _layout.may_set_defaults(lowered, lowered=True)
-    return _layout.find_task_line(text) is not None or _layout.may_set_defaults(text)
+        return may_set_defaults(lowered, lowered=True)
+    return _layout.find_task_line(text) is not None or may_set_defaults(text)
 
 
 def _code_can_be_read(text: str, at: int) -> bool:

@@ -138,8 +138,9 @@ class NameIndex:
         self._regex = re.compile(rf"(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
         # The same pattern, case-sensitive: every literal in it is lower-case ASCII, so on
         # a lower-cased ASCII text it matches where the other matches on the original text
-        # (same positions), and it scans many times faster.
-        self._lowered = re.compile(rf"(?:{alternatives})(?![A-Za-z0-9])")
+        # (same positions), and it scans many times faster; its alternatives are factored
+        # by their leading letters (see _factored), which halves the time again.
+        self._lowered = re.compile(rf"(?:{_factored(patterns)})(?![A-Za-z0-9])")
 
     def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
         """A known name starting exactly at ``pos``."""
@@ -185,6 +186,26 @@ def _squash(name: str) -> str:
     return "".join(re.findall(r"[a-z0-9]+", name.lower()))
 
 
+def _factored(alternatives: list[str]) -> str:
+    """``"|".join(alternatives)`` with common leading letters taken out: ``ab|ac|b`` ->
+    ``a(?:b|c)|b``. Only literal letters and digits are factored, and alternatives that
+    start with different ones cannot match at the same place, so grouping them changes no
+    match; inside a group the order stays as given. The regex engine then tests one
+    letter per group instead of one per alternative at each position of the text."""
+    if len(alternatives) < 2 or not all(a[:1].isalnum() and a[:1].isascii() for a in alternatives):
+        return "|".join(alternatives)
+    groups: dict[str, list[str]] = {}
+    for a in alternatives:
+        groups.setdefault(a[0], []).append(a[1:])
+    parts = []
+    for first, rests in groups.items():
+        if len(rests) == 1:
+            parts.append(first + rests[0])
+        else:
+            parts.append(f"{first}(?:{_factored(rests)})")
+    return "|".join(parts)
+
+
 def _name_pattern(name: str) -> str:
     # "Ignored Other Agent's Input" must also match "Agents' Input" and "Agent’s Input".
     tokens = re.findall(r"[a-z0-9]+", name.lower())
@@ -205,6 +226,19 @@ _FM_PREFIX = re.compile(r"\bFM[-\s_]?(?=\d{1,2}\.\d)")
 _LETTER_CODE = re.compile(r"([ABC])(?<!\w[ABC])\.(?=\d{1,2}\.\d)")
 
 
+_PAIRED_EMPHASIS = re.compile(r"~~|__(?<!\w__)|__(?!\w)")
+
+
+def _drop_emphasis(text: str) -> str:
+    """``_EMPHASIS.sub("", text)``: the ``~~`` and ``__`` marks by a regex on the text as it
+    is (removing one can bring two characters of another together), then every ``*`` and
+    backtick by plain replacement, as the regex removes them wherever they are (what
+    their removal brings together, the regex never removes either)."""
+    if "~~" in text or "__" in text:
+        text = _PAIRED_EMPHASIS.sub("", text)
+    return text.replace("*", "").replace("`", "")
+
+
 def normalize_markup(text: str) -> str:
     """Drop markdown emphasis and unify punctuation so that the layout rules see plain text.
 
@@ -220,7 +254,7 @@ def normalize_markup(text: str) -> str:
         # A "*" bullet is a bullet; other asterisks are emphasis.
         text = _STAR_BULLET.sub(r"\1-", text)
     if "*" in text or "`" in text or "~~" in text or "__" in text:
-        text = _EMPHASIS.sub("", text)
+        text = _drop_emphasis(text)
     if "<" in text:
         text = _HTML_EMPHASIS.sub("", text)
     # "FM-1.3" / "FM 1.3" / "FM1.3" / "FM_1.3" are the same code; "C.1.1" is "C. 1.1".
