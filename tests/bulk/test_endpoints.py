@@ -107,3 +107,26 @@ def test_attribution_runs_key_the_endpoint_too(
             )  # fmt: skip
             assert len(server.completions) == 2
             assert {a.judge["endpoint"] for a in run} == {server.openai_base_url}
+
+
+def test_records_of_another_server_are_not_resumed_and_the_run_says_which_setting_differs(
+    fake_llm: FakeLLMServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "r.jsonl"
+    fake_llm.default = Reply.text(ANSWER)
+    kw = dict(out=out, cache=False, progress=False)
+    with FakeLLMServer() as other:
+        other.default = Reply.text(ANSWER)
+        annotate_many(synthetic(3), Judge("openai/gpt-4o-mini", api_key=KEY, fewshot=0,
+                                          base_url=fake_llm.openai_base_url), **kw)  # fmt: skip
+        moved = Judge("openai/gpt-4o-mini", api_key=KEY, fewshot=0, base_url=other.openai_base_url)
+        urls = fake_llm.openai_base_url, other.openai_base_url
+        with caplog.at_level("WARNING", logger="mast"):
+            again = annotate_many(synthetic(4), moved, **kw)
+    assert again.summary.resumed == 0 and again.summary.done == 4
+    assert again.summary.judged_otherwise == 3  # the fourth trace had no record at all
+    assert "3 of them had a record by another judge setting" in again.summary.format()
+    said = [r.getMessage() for r in caplog.records if "another judge setting" in r.getMessage()]
+    assert len(said) == 1  # once per run, not once per trace
+    assert "(endpoint: {} → {})".format(*urls) in said[0]  # the one setting that differs
+    assert len([json.loads(line) for line in out.read_text().splitlines()]) == 7  # both kept

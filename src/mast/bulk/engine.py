@@ -30,7 +30,7 @@ from mast.bulk.signals import Payers, _Calls, _Deferred, _Stop
 from mast.bulk.spending import Budget, BudgetSpent
 from mast.bulk.store import ResultsStore
 from mast.bulk.tasks import gather_or_cancel
-from mast.bulk.types import RetryPolicy, RunSummary, config_hash
+from mast.bulk.types import RetryPolicy, RunSummary, config_hash, setting_differences
 from mast.errors import (
     AuthError,
     DuplicateTraceError,
@@ -96,6 +96,8 @@ class _Runner(BatchRounds):
         """Records the results file could not take (a full disk): paid for, kept here."""
         self.payers = Payers()  # who pays for each answer several traces share
         self.reask: set[str] = set()  # traces whose earlier answer could not be read
+        # Trace id -> resume key of a record by another judge setting (read when first needed).
+        self.judged_elsewhere: dict[str, str | None] | None = None
         self.stopped: _Stop | None = None
         self.chars_per_token = CHARS_PER_TOKEN
         self.inflight: dict[str, asyncio.Future[Completion]] = {}
@@ -139,6 +141,7 @@ class _Runner(BatchRounds):
         found = self.store.get if self.keep else self.store.brief
         prior = found(trace_id, self.hash)
         if prior is None:
+            self._note_other_judge(trace_id)
             return False
         if prior.status == "parse_error" and self.retry_failed:
             self.reask.add(trace_id)
@@ -148,6 +151,30 @@ class _Runner(BatchRounds):
         if isinstance(prior, Annotation):
             self.results[index] = prior
         return True
+
+    def _note_other_judge(self, trace_id: str) -> None:
+        """Count (and, the first time, say why) a trace the results file holds a record of by
+        another judge setting: a changed model, server or prompt must not resume silently as
+        if nothing were there, nor pay again without a word."""
+        assert self.store is not None
+        if self.judged_elsewhere is None:
+            self.judged_elsewhere = self.store.judged_by_others(self.hash)
+        other = self.judged_elsewhere.get(trace_id)
+        if other is None:
+            return
+        self.summary.judged_otherwise += 1
+        if self.summary.judged_otherwise > 1:
+            return
+        record = self.store.get(trace_id, other)
+        differs = setting_differences(record.judge, self.judge) if record is not None else []
+        log.warning(
+            "%s holds a record of %r by another judge setting (%s): this run annotates it "
+            "again for its own setting and keeps both records; to resume that record "
+            "instead, run with its settings",
+            self.store.path,
+            trace_id,
+            "; ".join(differs) or f"resume key {other}",
+        )
 
     # ------------------------------------------------------------------ the call hook
     def key(self, prompt: Prompt) -> str:

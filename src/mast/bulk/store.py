@@ -333,6 +333,11 @@ class ResultsStore:
         """The latest record for this key, read back and validated, or None."""
         return self._index.record((trace_id, config_hash))
 
+    def judged_by_others(self, config_hash: str | None) -> dict[str, str | None]:
+        """Trace id → resume key of its latest-indexed record by a judge setting other than
+        ``config_hash`` (one pass over the index)."""
+        return {tid: key for tid, key in self._index if key != config_hash}
+
     def brief(self, trace_id: str, config_hash: str | None) -> RecordBrief | None:
         """What a rerun decides by (status, ``error_kind``, cost) of this key's latest
         record, without reading the record; None when there is none."""

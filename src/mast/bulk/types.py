@@ -39,17 +39,43 @@ def config_hash(judge: Judge) -> str:
     >>> config_hash(Judge("heuristic")) == config_hash(Judge("heuristic"))
     True
     """
-    info = {k: v for k, v in judge.describe().items() if k not in _NOT_IN_CONFIG_HASH}
-    if info.get("verification") == "paper":
+    text = json.dumps(
+        _keyed_settings(judge.describe(), judge), sort_keys=True, ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def setting_differences(recorded: Mapping[str, object], judge: Judge) -> list[str]:
+    """The resume-key settings in which a record's ``judge`` dict differs from ``judge``'s,
+    each as ``name: recorded → now`` (what keeps the record from resuming).
+
+    >>> setting_differences({"provider": "heuristic", "model": "rules"}, Judge("heuristic"))
+    ['model: rules → heuristic', 'taxonomy: (not recorded) → MAST 1.0']
+    """
+    described = judge.describe()
+    theirs = _keyed_settings(recorded, judge)
+    ours = _keyed_settings(described, judge)
+    # A record also holds what is its own (prompt_hash, response_ids, …): not settings.
+    names = set(ours) | (set(theirs) & {*described, "endpoint", "verification"})
+    return [
+        f"{name}: {theirs.get(name, '(not recorded)')} → {ours.get(name, '(not recorded)')}"
+        for name in sorted(names)
+        if theirs.get(name) != ours.get(name)
+    ]
+
+
+def _keyed_settings(info: Mapping[str, object], judge: Judge) -> dict[str, object]:
+    kept = {k: v for k, v in info.items() if k not in (*_NOT_IN_CONFIG_HASH, "config_hash")}
+    if kept.get("verification") == "paper":
         # Records made before the convention was recorded were all in the paper convention:
-        # leaving the default out of the hash lets them resume instead of being paid again.
-        del info["verification"]
+        # leaving the default out of the key lets them resume instead of being paid again.
+        del kept["verification"]
     if judge.provider is not None and judge.provider.default_endpoint:
         # The provider's own server keys as before endpoints were recorded (old records
         # resume); any other server (base_url=, OPENAI_BASE_URL, …) keys apart.
-        info.pop("endpoint", None)
-    text = json.dumps(info, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        if kept.get("endpoint") == judge.describe().get("endpoint"):
+            kept.pop("endpoint", None)
+    return kept
 
 
 def check_run_settings(
@@ -140,6 +166,10 @@ class RunSummary:
     """Records of this run made entirely from cached answers (cost 0)."""
     resumed: int = 0
     """Traces skipped because the results file already had them."""
+    judged_otherwise: int = 0
+    """Of the traces annotated in this run, those the results file held a record of by
+    another judge setting (model, server, prompt, convention, …): not resumed, since that
+    record answers for its own setting; both stay in the file."""
     not_attempted: list[str] = field(default_factory=list)
     """Ids of traces left when the run stopped early (not written as errors)."""
     duplicates: list[str] = field(default_factory=list)
@@ -203,6 +233,12 @@ class RunSummary:
         ]
         if self.failed:
             lines.append(f"failed by reason: {_reasons(self.failed)}")
+        if self.judged_otherwise:
+            lines.append(
+                f"{self.judged_otherwise} of them had a record by another judge setting in "
+                "the results file and were annotated again for this one (both records kept; "
+                "the warning at the start names the setting that differs)"
+            )
         if self.failed_earlier:
             lines.append(
                 f"{sum(self.failed_earlier.values())} failed earlier and were not redone "
