@@ -70,11 +70,11 @@ def _keyed_settings(info: Mapping[str, object], judge: Judge) -> dict[str, objec
         # Records made before the convention was recorded were all in the paper convention:
         # leaving the default out of the key lets them resume instead of being paid again.
         del kept["verification"]
-    if judge.provider is not None and judge.provider.default_endpoint:
-        # The provider's own server keys as before endpoints were recorded (old records
-        # resume); any other server (base_url=, OPENAI_BASE_URL, …) keys apart.
-        if kept.get("endpoint") == judge.describe().get("endpoint"):
-            kept.pop("endpoint", None)
+    # The provider's own server keys as before endpoints were recorded (old records
+    # resume); any other server (base_url=, OPENAI_BASE_URL, …) keys apart.
+    provider = judge.provider
+    if provider and provider.default_endpoint and kept.get("endpoint") == provider.endpoint:
+        del kept["endpoint"]
     return kept
 
 
