@@ -105,3 +105,19 @@ def test_help_names_the_guide(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["agree", "--help"])
     assert "Guide: docs/agreement.md" in capsys.readouterr().out
+
+
+def test_annotate_escapes_the_trace_ids_and_file_names_it_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # mast annotate's summary names traces (read twice) and files (unreadable): from the input
+    run = tmp_path / "run\x1b[2J.json"
+    run.write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    (tmp_path / "bad\x1b]0;title\x07.json").write_text("{", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    argv = ["annotate", str(run), str(run), str(tmp_path / "bad\x1b]0;title\x07.json")]
+    assert main([*argv, "--model", "heuristic", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "read twice, annotated once: " in captured.out
+    assert "\x1b" not in captured.out + captured.err and "\x07" not in captured.err
+    assert "run\\x1b[2J" in captured.out and "bad\\x1b]0;title\\x07" in captured.err

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from mast.cli._shown import shown
+from mast.cli._shown import shown, shown_lines
 from mast.errors import MastError
 
 
@@ -180,7 +180,7 @@ def _warning_line(
 
 def _shown_error(exc: BaseException) -> str:
     # messages written on several lines by mast keep their lines; each line is made safe
-    return "\n".join(shown(line) for line in str(exc).split("\n"))
+    return shown_lines(exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["shown"]
+__all__ = ["shown", "shown_lines"]
 
 # C0, DEL, C1, and the format characters that reorder or hide text (bidi overrides, line
 # and paragraph separators, zero-width characters).
@@ -33,3 +33,13 @@ def shown(text: object) -> str:
     if _UNSAFE.search(value) is None:
         return value
     return _UNSAFE.sub(_escape, value)
+
+
+def shown_lines(text: object) -> str:
+    """Like :func:`shown`, but the line breaks of a message written on several lines stay.
+
+    >>> print(shown_lines("2 trace(s)\nread twice: a\x1b[2J"))
+    2 trace(s)
+    read twice: a\x1b[2J
+    """
+    return "\n".join(shown(line) for line in str(text).split("\n"))

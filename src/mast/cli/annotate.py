@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mast.cli._shown import shown_lines
 from mast.cli.inputs import add_input_options
 from mast.errors import BudgetExceeded
 
@@ -178,7 +179,7 @@ def _cmd_annotate(args: argparse.Namespace) -> int:
 
 def _unreadable(errors: list[Any]) -> None:
     for err in errors[:10]:
-        print(f"mast: skipped unreadable input: {err}", file=sys.stderr)
+        print(f"mast: skipped unreadable input: {shown_lines(err)}", file=sys.stderr)
     if len(errors) > 10:
         print(f"mast: … and {len(errors) - 10} more unreadable input(s)", file=sys.stderr)
 
@@ -266,9 +267,9 @@ def _run(judge: Any, traces: Iterable[Any], args: argparse.Namespace) -> int:
     if summary.stopped == "duplicate":
         # The input is streamed, so two traces with one id are found when the second is
         # read; what was annotated before it is kept in the results file (a rerun resumes).
-        print(f"mast: error: {summary.stop_message}", file=sys.stderr)
+        print(f"mast: error: {shown_lines(summary.stop_message)}", file=sys.stderr)
         return 2
-    print(summary.format())
+    print(shown_lines(summary.format()))  # it names traces: ids come from the input
     if args.attribution:
         named = sum(1 for a in run if a.decisive_error is not None)
         print(
@@ -276,7 +277,7 @@ def _run(judge: Any, traces: Iterable[Any], args: argparse.Namespace) -> int:
             f"score it with: mast agree --attribution --reference … --candidate {args.out}"
         )
     if summary.stopped:
-        print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
+        print(f"mast: stopped early: {shown_lines(summary.stop_message)}", file=sys.stderr)
         print(
             f"mast: {len(summary.not_attempted)} trace(s) not attempted; fix the cause and "
             "run the same command again to resume",

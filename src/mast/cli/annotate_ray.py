@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import Any
 
+from mast.cli._shown import shown_lines
 from mast.judge.judge import Judge
 
 __all__ = ["annotate_on_ray"]
@@ -37,7 +38,7 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, A
         **options,
     )
     summary = run.summary
-    print(summary.format())
+    print(shown_lines(summary.format()))  # it names traces: ids come from the input
     if run.unreadable:
         print(f"{run.unreadable} input record(s) or file(s) could not be read")
         for example in run.unreadable_examples:
@@ -56,7 +57,7 @@ def annotate_on_ray(args: argparse.Namespace, judge: Judge, options: dict[str, A
     if args.samples > 1:
         print(f"self-consistency of the samples: mast agree --consensus {args.out}")
     if summary.stopped:
-        print(f"mast: stopped early: {summary.stop_message}", file=sys.stderr)
+        print(f"mast: stopped early: {shown_lines(summary.stop_message)}", file=sys.stderr)
     if summary.stopped and summary.done + summary.failed_total == 0:
         return 1
     if summary.stopped == "budget" and summary.not_attempted:
