@@ -235,3 +235,31 @@ def test_policy_unknown_turns_ungrounded_positives_into_none(trace: Trace) -> No
     assert share["1.5"].share == 1.0
     with pytest.raises(ValueError, match="policy"):
         ground(_policy_verdict(), trace, policy="drop")  # type: ignore[arg-type]
+
+
+def test_quotes_of_compacted_text_ground_the_same_from_the_prompt_rendering() -> None:
+    from mast.judge.prompt.render import render
+
+    line = "[INFO] the build server did not start: port 8080 is already in use"
+    trace = Trace(
+        id="t",
+        steps=[
+            Step.make(0, "\n".join([line] * 6), agent="a"),
+            Step.make(1, "\n".join([line] * 6), agent="b"),
+            Step.make(2, "retrying now\n" + "\n".join([line] * 6), agent="a"),
+        ],
+    )
+    prompt = render(trace)
+    assert prompt.step_ids == ("s1", "s2", "s3")
+    assert "[same content as s1]" in prompt.shown_steps[1]
+    quotes = [
+        ("s2", "[same content as s1]"),
+        ("s1", f"{line} [previous line repeated 5 more times]"),
+        ("s3", "retrying now [lines 1-6 of s1, repeated]"),
+        ("s3", "[same content as s9]"),
+    ]
+    verdict = _verdict({"1.3": [Evidence(step_id=s, quote=q) for s, q in quotes]})
+    shown = dict(zip(prompt.step_ids, prompt.shown_steps, strict=True))
+    fast, plain = ground(verdict, trace, shown=shown), ground(verdict, trace)
+    assert fast.model_dump() == plain.model_dump()
+    assert [e.grounded for e in fast.findings["1.3"].evidence][:2] == [True, True]

@@ -470,12 +470,24 @@ class Judge:
             outcome.error = f"answer unreadable after {repairs} repair request(s): {problem}"
             return outcome
         outcome.status = "ok"
-        outcome.verdict = await off_loop(size, self._ground, verdict, trace)
+        outcome.verdict = await off_loop(size, self._ground, verdict, trace, prompt)
         return outcome
 
-    def _ground(self, verdict: Verdict, trace: Trace) -> Verdict:
+    def _ground(self, verdict: Verdict, trace: Trace, prompt: Prompt | None = None) -> Verdict:
+        shown = None
+        # A prompt of the whole trace: its compact rendering is the one grounding reads.
+        if (
+            prompt is not None
+            and prompt.shown_steps
+            and prompt.step_ids == tuple(s.id for s in trace.steps)
+        ):
+            shown = dict(zip(prompt.step_ids, prompt.shown_steps, strict=True))
         grounded = ground(
-            verdict, trace, drop_ungrounded=self.drop_ungrounded, policy=self.ungrounded
+            verdict,
+            trace,
+            drop_ungrounded=self.drop_ungrounded,
+            policy=self.ungrounded,
+            shown=shown,
         )
         return ground_attribution(grounded, trace, policy=self.ungrounded)
 

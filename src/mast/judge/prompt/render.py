@@ -467,6 +467,7 @@ def render(
         example_ids=tuple(ex.id for ex in examples),
         boundary=fence,
         step_ids=tuple(s.id for s in shown),
+        shown_steps=tuple(s.body for s in rendered) if compact else (),
     )
 
 

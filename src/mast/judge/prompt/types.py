@@ -92,6 +92,10 @@ class Prompt:
     step_ids: tuple[str, ...]
     turns: tuple[tuple[Role, str], ...] = ()
     prompt_hash: str = field(default="", compare=False)
+    shown_steps: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """The text under each step's header (``step_ids`` order) as the compact rendering
+    shows it; empty when the steps are shown in full. Grounding checks quotes of compacted
+    text against it instead of compacting the trace again."""
 
     def __post_init__(self) -> None:
         turns = json.dumps(list(self.turns), ensure_ascii=False)

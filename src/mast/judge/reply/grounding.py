@@ -169,11 +169,12 @@ class _Texts:
     """Normalised step texts of one trace, as written and as the compact prompt showed them
     (computed once, when a quote needs them)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, shown: Mapping[str, str] | None = None) -> None:
         self.trace = trace
         self.ids = {s.id: i for i, s in enumerate(trace.steps)}
         self._plain: dict[str, str] = {}
-        self._shown: dict[str, str] | None = None
+        self._shown_raw = shown
+        self._shown: dict[str, str] = {}
 
     def plain(self, step_id: str) -> str:
         if step_id not in self._plain:
@@ -181,9 +182,12 @@ class _Texts:
         return self._plain[step_id]
 
     def shown(self, step_id: str) -> str:
-        if self._shown is None:
-            self._shown = {r.id: _norm(r.text) for r in compact_steps(self.trace.steps)}
-        return self._shown.get(step_id, "")
+        if self._shown_raw is None:
+            self._shown_raw = {r.id: r.text for r in compact_steps(self.trace.steps)}
+        if step_id not in self._shown:
+            raw = self._shown_raw.get(step_id)
+            self._shown[step_id] = "" if raw is None else _norm(raw)
+        return self._shown[step_id]
 
     def next_of(self, step_id: str) -> str | None:
         i = self.ids[step_id] + 1
@@ -199,9 +203,14 @@ def ground(
     *,
     drop_ungrounded: bool = False,
     policy: EvidencePolicy = "flag",
+    shown: Mapping[str, str] | None = None,
 ) -> Verdict:
     """Check every evidence item of ``verdict`` against ``trace`` (see the module docstring),
     then apply the evidence ``policy`` to positive answers that are not grounded.
+
+    ``shown`` maps each step id to the text the compact prompt showed under its header
+    (:attr:`~mast.judge.prompt.types.Prompt.shown_steps` of a prompt of the whole trace);
+    without it the trace is compacted again when a quote needs that text.
 
     Returns a new verdict; the input is not changed. With ``"keep"`` and ``"flag"`` an
     ungrounded positive stays positive (listed in :attr:`Verdict.ungrounded`; ``"flag"``
@@ -221,7 +230,7 @@ def ground(
     """
     if policy not in EVIDENCE_POLICIES:
         raise ValueError(f"policy must be one of {EVIDENCE_POLICIES}, got {policy!r}")
-    texts = _Texts(trace)
+    texts = _Texts(trace, shown)
     problems = list(verdict.problems)
 
     def note(text: str) -> None:
