@@ -24,7 +24,8 @@ nothing about which run an example came from, so it is not evidence of a leak:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
@@ -120,14 +121,18 @@ class TraceText:
     def __contains__(self, line: str) -> bool:
         return line in self.text
 
+    @property
+    def words(self) -> frozenset[str]:
+        """The words of the text (split at whitespace)."""
+        if self._words is None:
+            self._words = frozenset(self.text.split())
+        return self._words
+
     def holds(self, line: str, key: str | None) -> bool:
         """``line in self.text``, ruled out first by its key word when that is no word of
         the text (a set lookup instead of a scan of the whole text)."""
-        if key is not None:
-            if self._words is None:
-                self._words = frozenset(self.text.split())
-            if key not in self._words:
-                return False
+        if key is not None and key not in self.words:
+            return False
         return line in self.text
 
 
@@ -148,6 +153,32 @@ def _key(examples: Sequence[_ExampleLike]) -> _Key:
          tuple(step.content for step in ex.steps))
         for ex in examples
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _ProbeSet:
+    examples: _Probes
+    # Every probe line with a key word, by that word, and those without one, each as
+    # (example index, step index, line): a trace is searched only for the lines whose key
+    # word it has (one set intersection), not for every line of every example.
+    by_key: Mapping[str, tuple[tuple[int, int, str], ...]]
+    keyless: tuple[tuple[int, int, str], ...]
+
+
+@lru_cache(maxsize=16)
+def _probe_set(key: _Key, corpus_shared: frozenset[str]) -> _ProbeSet:
+    examples = _probes(key, corpus_shared)
+    by_key: dict[str, list[tuple[int, int, str]]] = {}
+    keyless: list[tuple[int, int, str]] = []
+    for ex_i, (_id, _task, steps) in enumerate(examples):
+        for step_i, own in enumerate(steps):
+            for line, word in own:
+                place = (ex_i, step_i, line)
+                if word is None:
+                    keyless.append(place)
+                else:
+                    by_key.setdefault(word, []).append(place)
+    return _ProbeSet(examples, {k: tuple(v) for k, v in by_key.items()}, tuple(keyless))
 
 
 @lru_cache(maxsize=16)
@@ -177,12 +208,18 @@ def _overlap(
 ) -> dict[str, tuple[int, int]]:
     """Per example: (steps with own lines in the trace, steps needed); task hits count as all."""
     haystack = trace if isinstance(trace, TraceText) else TraceText(trace)
+    probes = _probe_set(_key(examples), shared_text())
+    found: set[tuple[int, int]] = set()  # (example, step) with an own line in the trace
+    candidates = [p for word in probes.by_key.keys() & haystack.words for p in probes.by_key[word]]
+    for ex_i, step_i, line in [*candidates, *probes.keyless]:
+        if (ex_i, step_i) not in found and line in haystack.text:
+            found.add((ex_i, step_i))
     out: dict[str, tuple[int, int]] = {}
-    for ex_id, task, steps in _probes(_key(examples), shared_text()):
+    for ex_i, (ex_id, task, steps) in enumerate(probes.examples):
         if task is not None and task in haystack:
             out[ex_id] = (1, 1)
             continue
-        hits = sum(1 for own in steps if any(haystack.holds(line, key) for line, key in own))
+        hits = sum(1 for step_i in range(len(steps)) if (ex_i, step_i) in found)
         out[ex_id] = (hits, min(2, len(steps)))
     return out
 
