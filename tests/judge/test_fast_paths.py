@@ -355,3 +355,22 @@ def test_emphasis_is_dropped_as_by_the_regex(text: str) -> None:
     from mast.judge.reply.textslot import _EMPHASIS, _drop_emphasis
 
     assert _drop_emphasis(text) == _EMPHASIS.sub("", text)
+
+
+def test_hash_parts_with_a_remembered_long_head_is_the_plain_hash() -> None:
+    import hashlib
+
+    from mast.judge.prompt.types import hash_parts
+
+    def plain(*parts: str) -> str:
+        digest = hashlib.sha256()
+        for part in parts:
+            data = part.encode("utf-8")
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+        return digest.hexdigest()
+
+    head = "\u00e9" * 5000 + "system"
+    for parts in [(head,), (head, "user"), (head, "user", "[]"), ("a", "b"), (), (head, head)]:
+        assert hash_parts(*parts) == plain(*parts)
+        assert hash_parts(*parts) == plain(*parts)  # the head's state is copied, not changed

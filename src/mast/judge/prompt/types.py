@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from mast.traces.model import Step
 
@@ -55,13 +55,34 @@ def hash_parts(*parts: str) -> str:
     >>> hash_parts("ab", "c") != hash_parts("a", "bc")
     True
     """
-    digest = hashlib.sha256()
+    if parts and len(parts[0]) >= _LONG_HEAD:
+        # Every prompt of a judge starts with the same long system text: its part of the
+        # hash is computed once and copied.
+        head = _HEADS.get(parts[0])
+        if head is None:
+            head = hashlib.sha256()
+            _feed(head, parts[0])
+            if len(_HEADS) >= 16:
+                _HEADS.clear()
+            _HEADS[parts[0]] = head
+        digest = head.copy()
+        parts = parts[1:]
+    else:
+        digest = hashlib.sha256()
     for part in parts:
-        data = part.encode("utf-8")
-        # Length-prefix each part so that ("ab", "c") and ("a", "bc") hash differently.
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
+        _feed(digest, part)
     return digest.hexdigest()
+
+
+def _feed(digest: Any, part: str) -> None:
+    data = part.encode("utf-8")
+    # Length-prefix each part so that ("ab", "c") and ("a", "bc") hash differently.
+    digest.update(len(data).to_bytes(8, "big"))
+    digest.update(data)
+
+
+_LONG_HEAD = 4096
+_HEADS: dict[str, Any] = {}  # a long first part -> the hash state after it (never updated)
 
 
 @dataclass(frozen=True)
