@@ -703,3 +703,12 @@ def test_spliced_logs_never_raise_and_never_lose_text(text: str, name: str | Non
         assert [s.content for s in seg.steps] == [text]
     elif "container" not in seg.metadata:
         assert squash(reassemble(seg.steps)) == squash(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["", " ", "\n\nx ", "  \n  y", "x\n", "\r\nz", "\t\n", "a", " a\n\n"]
+)
+def test_trim_skips_the_blank_line_regex_only_where_it_cannot_match(text: str) -> None:
+    from mast.traces.segment._common import _LEADING_BLANK_LINES, trim
+
+    assert trim(text) == _LEADING_BLANK_LINES.sub("", text).rstrip()

@@ -50,7 +50,9 @@ _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 def trim(text: str) -> str:
     """Drop leading blank lines and trailing whitespace; keep the first line's indentation."""
-    return _LEADING_BLANK_LINES.sub("", text).rstrip()
+    if text[:1] in (" ", "\t", "\r", "\n"):  # where a blank line can start (most do not)
+        text = _LEADING_BLANK_LINES.sub("", text)
+    return text.rstrip()
 
 
 def dedent(text: str) -> str:
