@@ -306,11 +306,26 @@ def request_tokens(body: dict[str, Any], output_tokens: int = 0) -> int:
     return tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages + int(out)
 
 
+def duration(seconds: float) -> str:
+    """A wait as OpenAI's ``x-ratelimit-reset-*`` headers write it: ``20ms``, ``1.5s``,
+    ``6m0s``."""
+    if seconds < 1.0:
+        return f"{max(seconds, 0.0) * 1000:.0f}ms"
+    if seconds < 60.0:
+        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+    minutes, rest = divmod(seconds, 60.0)
+    return f"{minutes:.0f}m{rest:.0f}s"
+
+
 class WindowLimits:
     """A provider's requests- and tokens-per-window limits: a sliding window over the last
     ``window`` seconds of accepted requests; past either limit, the answer is 429 with
     ``Retry-After`` = when enough of the window has expired. Every decision is logged
-    (``events``: time, accepted, tokens) for the benchmark's accounting."""
+    (``events``: time, accepted, tokens) for the benchmark's accounting.
+
+    :meth:`decide` also says which limit refused a request, and :meth:`headers` gives the
+    ``x-ratelimit-*`` headers OpenAI sends with every answer (limit, remaining, time
+    until the window is empty again) for the state after it."""
 
     def __init__(
         self, rpm: int | None, tpm: int | None, window: float, clock: Any = time.monotonic
@@ -322,29 +337,52 @@ class WindowLimits:
 
     def admit(self, cost: int) -> float | None:
         """None if the request is accepted (and counted), else the seconds to wait."""
+        return self.decide(cost)[0]
+
+    def decide(self, cost: int) -> tuple[float | None, str | None, dict[str, str]]:
+        """(None or the seconds to wait, the limit that refused it: "requests" / "tokens" /
+        None, the rate-limit headers after the decision)."""
         with self._lock:
-            now = self.clock()
-            while self.log and self.log[0][0] <= now - self.window:
-                self.log.pop(0)
-            used = sum(t for _, t in self.log)
-            waits: list[float] = []
-            if self.rpm is not None and len(self.log) + 1 > self.rpm:
-                waits.append(self.log[len(self.log) - self.rpm][0] + self.window - now)
-            if self.tpm is not None and used + cost > self.tpm:
-                freed = 0
-                for at, amount in self.log:
-                    freed += amount
-                    if used - freed + cost <= self.tpm:
-                        waits.append(at + self.window - now)
-                        break
-                else:
-                    waits.append(self.window)
-            if waits:
-                self.events.append((now, False, cost))
-                return max(0.001, max(waits))
-            self.log.append((now, cost))
-            self.events.append((now, True, cost))
-            return None
+            wait, kind = self._decide(cost)
+            return wait, kind, self._headers(self.clock())
+
+    def _headers(self, now: float) -> dict[str, str]:
+        used = sum(t for _, t in self.log)
+        empty_in = self.log[-1][0] + self.window - now if self.log else 0.0
+        headers: dict[str, str] = {}
+        kinds = (("requests", self.rpm, len(self.log)), ("tokens", self.tpm, used))
+        for kind, limit, count in kinds:
+            if limit is None:
+                continue
+            headers[f"x-ratelimit-limit-{kind}"] = str(limit)
+            headers[f"x-ratelimit-remaining-{kind}"] = str(max(0, limit - count))
+            headers[f"x-ratelimit-reset-{kind}"] = duration(empty_in)
+        return headers
+
+    def _decide(self, cost: int) -> tuple[float | None, str | None]:
+        now = self.clock()
+        while self.log and self.log[0][0] <= now - self.window:
+            self.log.pop(0)
+        used = sum(t for _, t in self.log)
+        waits: list[tuple[float, str]] = []
+        if self.rpm is not None and len(self.log) + 1 > self.rpm:
+            waits.append((self.log[len(self.log) - self.rpm][0] + self.window - now, "requests"))
+        if self.tpm is not None and used + cost > self.tpm:
+            freed = 0
+            for at, amount in self.log:
+                freed += amount
+                if used - freed + cost <= self.tpm:
+                    waits.append((at + self.window - now, "tokens"))
+                    break
+            else:
+                waits.append((self.window, "tokens"))
+        if waits:
+            self.events.append((now, False, cost))
+            wait, kind = max(waits)
+            return max(0.001, wait), kind
+        self.log.append((now, cost))
+        self.events.append((now, True, cost))
+        return None, None
 
 
 def lognormal(median: float, p95: float, rng: random.Random) -> float:
@@ -365,7 +403,9 @@ class Billing:
         limits: WindowLimits | None = None,
         p95: float | None = None,
         events_log: Path | None = None,
+        rate_headers: bool = True,
     ) -> None:
+        self.rate_headers = rate_headers  # False: a 429 says only Retry-After
         self.latency = latency
         self.p95 = p95  # with it, latency is the median of a log-normal draw
         self.limits = limits
@@ -381,10 +421,23 @@ class Billing:
         body = request.body or {}
         batch = request.custom_id is not None
         side, answer = answer_for(body)
+        headers: dict[str, str] = {}
         if self.limits is not None and not batch:
-            wait = self.limits.admit(request_tokens(body, tokens(len(answer))))
+            cost = request_tokens(body, tokens(len(answer)))
+            wait, kind, headers = self.limits.decide(cost)
+            if not self.rate_headers:
+                headers = {}
             if wait is not None:
-                return Reply.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
+                if not self.rate_headers:  # as servers that name no limit answer
+                    return Reply.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
+                return Reply.error(
+                    429,
+                    self._refusal(body, kind, cost, wait),
+                    error_type=kind,
+                    code="rate_limit_exceeded",
+                    retry_after=f"{wait:.3f}",
+                    headers=headers,
+                )
         text, n_messages = prompt_text(body)
         input_tokens = tokens(len(text)) + MESSAGE_OVERHEAD_TOKENS * n_messages
         # Batch items are answered back to back; live requests finish after the latency.
@@ -400,7 +453,27 @@ class Billing:
             with self._lock:
                 self._log.write(line + "\n")
                 self._log.flush()
-        return Reply.text(answer, usage=usage, delay=latency)
+        reply = Reply.text(answer, usage=usage, delay=latency)
+        reply.headers = headers
+        return reply
+
+    def _refusal(self, body: dict[str, Any], kind: str | None, cost: int, wait: float) -> str:
+        """A 429's message in OpenAI's words, e.g. "Rate limit reached for gpt-4.1 in
+        organization org-… on tokens per min (TPM): Limit 30000, Used 29100, Requested
+        1500. Please try again in 1.2s. …"."""
+        assert self.limits is not None
+        limits = self.limits
+        if kind == "requests":
+            what, limit, used, asked = "requests per min (RPM)", limits.rpm, len(limits.log), 1
+        else:
+            used = sum(t for _, t in limits.log)
+            what, limit, asked = "tokens per min (TPM)", limits.tpm, cost
+        return (
+            f"Rate limit reached for {body.get('model', 'gpt-4.1')} in organization "
+            f"org-bench on {what}: Limit {limit}, Used {used}, Requested {asked}. "
+            f"Please try again in {duration(wait)}. Visit "
+            "https://platform.openai.com/account/rate-limits to learn more."
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -413,6 +486,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tpm", type=int, help="tokens per --window (429 past it)")
     parser.add_argument("--window", type=float, default=60.0)
     parser.add_argument("--events-log", type=Path, help="every rate-limit decision, at exit")
+    parser.add_argument(
+        "--no-rate-headers",
+        action="store_true",
+        help="send no x-ratelimit-* headers and a bare 429 message (only Retry-After)",
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tests"))
     from fake_llm_server import FakeLLMServer
@@ -423,7 +501,12 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     billing = Billing(
-        args.latency, args.usage_log, limits=limits, p95=args.p95, events_log=args.events_log
+        args.latency,
+        args.usage_log,
+        limits=limits,
+        p95=args.p95,
+        events_log=args.events_log,
+        rate_headers=not args.no_rate_headers,
     )
     server = FakeLLMServer()
     server.responder = billing.reply
@@ -467,9 +550,10 @@ class ServerProcess:
         rpm: int | None = None,
         tpm: int | None = None,
         window: float = 60.0,
+        rate_headers: bool = True,
     ) -> None:
         self.latency = latency
-        self.extra: list[str] = []
+        self.extra: list[str] = [] if rate_headers else ["--no-rate-headers"]
         if p95 is not None:
             self.extra += ["--p95", str(p95)]
         if rpm is not None:

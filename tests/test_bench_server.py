@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -112,3 +113,71 @@ def test_lognormal_latency_has_the_median_and_p95_asked_for() -> None:
     draws = sorted(_server.lognormal(4.0, 15.0, rng) for _ in range(20_000))
     assert draws[10_000] == pytest.approx(4.0, rel=0.05)
     assert draws[19_000] == pytest.approx(15.0, rel=0.08)
+
+
+def test_the_rate_limited_server_says_which_limit_refused_and_sends_openai_headers() -> None:
+    clock = _Clock()
+    limits = _server.WindowLimits(rpm=2, tpm=1000, window=60.0, clock=clock)
+    wait, kind, headers = limits.decide(600)
+    assert (wait, kind) == (None, None)
+    assert headers == {
+        "x-ratelimit-limit-requests": "2",
+        "x-ratelimit-remaining-requests": "1",
+        "x-ratelimit-reset-requests": "1m0s",
+        "x-ratelimit-limit-tokens": "1000",
+        "x-ratelimit-remaining-tokens": "400",
+        "x-ratelimit-reset-tokens": "1m0s",
+    }
+    clock.now += 30.0
+    wait, kind, headers = limits.decide(500)  # 600 + 500 > 1000: the tokens refuse it
+    assert kind == "tokens" and wait == pytest.approx(30.0)
+    assert headers["x-ratelimit-remaining-tokens"] == "400"
+    assert limits.decide(100)[1] is None  # fits: the second request of the window
+    assert limits.decide(1)[1] == "requests"  # a third: the request limit refuses it
+    assert [_server.duration(x) for x in (0.02, 1.5, 2.0, 360.0)] == ["20ms", "1.5s", "2s", "6m0s"]
+
+
+def _run_against_the_bench_server(headers: bool) -> tuple[Any, Any]:
+    from fake_llm_server import FakeLLMServer
+    from mast.bulk.runner import annotate_many
+    from mast.judge.judge import Judge
+    from mast.traces.model import Step, Trace
+
+    # 4 requests per 1.5 s window; 12 traces, 6 workers at once: the first window overruns.
+    limits = _server.WindowLimits(rpm=4, tpm=None, window=1.5)
+    billing = _server.Billing(0.0, None, limits=limits, rate_headers=headers)
+    traces = [
+        Trace(id=f"t{i}", task=f"Task {i}", steps=[Step.make(0, f"step {i}", agent="a")])
+        for i in range(12)
+    ]
+    with FakeLLMServer() as server:
+        server.responder = billing.reply
+        judge = Judge(
+            "openai/gpt-4.1", base_url=server.openai_base_url, api_key="sk-bench-0000", fewshot=0
+        )
+        run = annotate_many(
+            traces, judge, concurrency=6, rate_window=1.5, cache=False, progress=False
+        )
+    return run, limits
+
+
+@pytest.mark.parametrize("headers", [True, False])
+def test_a_run_without_rpm_reads_the_stated_limit_or_finds_one(
+    headers: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "cache"))
+    run, limits = _run_against_the_bench_server(headers)
+    s = run.summary
+    accepted = sum(ok for _, ok, _ in limits.events)
+    refused = sum(not ok for _, ok, _ in limits.events)
+    assert [a.status for a in run] == ["ok"] * 12 and not s.failed
+    assert accepted == 12 and s.rate_limited == refused >= 1  # counted like the server
+    assert s.calls == accepted + refused
+    assert s.limits_stated is headers
+    if headers:
+        # The 429's headers named the limit: held as it is (4 per 1.5 s window = 160/min).
+        assert s.found_rpm == pytest.approx(4 * 60 / 1.5)
+        assert "the limits the provider's headers state" in s.format()
+    else:
+        assert s.found_rpm is not None and s.found_rpm > 0
+        assert "the limits it found" in s.format()

@@ -208,11 +208,18 @@ class RateLimitError(ProviderError):
         status_code: int | None = 429,
         retry_after: float | None = None,
         limit_requests: float | None = None,
+        limit_tokens: float | None = None,
+        limit_kind: str | None = None,
     ) -> None:
         super().__init__(message, provider=provider, status_code=status_code, retryable=True)
         self.retry_after = retry_after
         self.limit_requests = limit_requests
         """Requests per minute the provider's headers name as the limit (None: not sent)."""
+        self.limit_tokens = limit_tokens
+        """Tokens per minute the provider's headers name as the limit (None: not sent)."""
+        self.limit_kind = limit_kind
+        """Which limit the 429 hit, "requests" or "tokens", as the provider's error type,
+        message or headers say (None: it did not say)."""
 
 
 class ContextLengthError(ProviderError):

@@ -8,6 +8,7 @@ Checked by counts (server-side accounting against the run's), never by the clock
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,12 @@ from fake_llm_server import FakeLLMServer, RateWindow, Recorded, Reply, verdict_
 from mast.bulk.ratelimit import RateLimiter, counted_tokens
 from mast.bulk.runner import annotate_many
 from mast.judge.judge import Judge
-from mast.judge.providers._errors import rate_limit_headers, translate_error
+from mast.judge.providers._errors import (
+    limit_kind,
+    rate_limit_headers,
+    stated_limits,
+    translate_error,
+)
 from mast.taxonomy import load_taxonomy
 from mast.traces.model import Step, Trace
 
@@ -79,14 +85,18 @@ def test_each_429_lowers_the_shared_rate_to_what_was_accepted() -> None:
     assert limiter.throttles == 1
     before = limiter.found_rpm
     limiter.pause(0.0, stated_limit=20)  # the provider's header names a lower limit
-    assert limiter.found_rpm == pytest.approx(0.95 * 20) and limiter.found_rpm < before
+    # ... which is held as it is, as a given one: nothing to discover about it.
+    assert limiter.found_rpm == pytest.approx(20) and limiter.found_rpm < before
+    assert limiter.stated and limiter.found_tpm == pytest.approx(0.95 * 3000 * 60 / 30)
 
 
 def test_a_given_rpm_is_the_ceiling_of_probing() -> None:
     now = [0.0]
     limiter = RateLimiter(rpm=100, window=60.0, adaptive=True, clock=lambda: now[0])
     limiter.pause(0.0, stated_limit=50)
-    assert limiter.found_rpm == pytest.approx(47.5)
+    assert limiter.found_rpm == pytest.approx(50)
+    limiter.pause(0.0, stated_limit=500)  # the provider's latest word, under the user's
+    assert limiter.found_rpm == pytest.approx(100)
 
 
 def test_provider_rate_limit_headers_are_read() -> None:
@@ -359,3 +369,157 @@ def test_a_cut_keeps_four_fifths_of_the_rate_and_one_overrun_cuts_once() -> None
     asyncio.run(admit(2))
     limiter.pause(60.0)  # ... so it reads a tiny rate; the cut keeps 4/5 of the old one
     assert limiter.found_rpm == pytest.approx(0.8 * first)
+
+
+OPENAI_TPM_429 = (
+    "Rate limit reached for gpt-4.1 in organization org-x on tokens per min (TPM): "
+    "Limit 30000, Used 29100, Requested 1500. Please try again in 1.2s. Visit "
+    "https://platform.openai.com/account/rate-limits to learn more."
+)
+
+
+def test_an_openai_429_says_which_limit_and_states_both(fake_llm: FakeLLMServer) -> None:
+    import openai
+
+    fake_llm.enqueue(
+        # As the API answers: the kind in the error's type and message, limits in headers.
+        Reply.error(
+            429,
+            OPENAI_TPM_429,
+            error_type="tokens",
+            code="rate_limit_exceeded",
+            headers={
+                "x-ratelimit-limit-requests": "500",
+                "x-ratelimit-limit-tokens": "30000",
+                "x-ratelimit-remaining-requests": "499",
+                "x-ratelimit-remaining-tokens": "0",
+                "x-ratelimit-reset-requests": "120ms",
+                "x-ratelimit-reset-tokens": "1.2s",
+            },
+        ),
+        # A compatible server that says only the wording (no type, no headers).
+        Reply.error(429, OPENAI_TPM_429.replace("tokens per min (TPM)", "requests per min")),
+        Reply.error(429, "rate limit reached", retry_after=2),  # says nothing at all
+    )
+    client = openai.OpenAI(base_url=fake_llm.openai_base_url, api_key=KEY, max_retries=0)
+    errors = []
+    for _ in range(3):
+        with pytest.raises(openai.RateLimitError) as info:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        errors.append(
+            translate_error(info.value, provider="openai", model="m", env_var="OPENAI_API_KEY")
+        )
+    seen = [
+        (e.limit_kind, e.limit_requests, e.limit_tokens, e.retry_after)  # type: ignore[attr-defined]
+        for e in errors
+    ]
+    assert seen == [
+        ("tokens", 500.0, 30000.0, 1.2),  # the exhausted tokens' reset is the wait
+        ("requests", None, None, None),
+        (None, None, None, 2.0),
+    ]
+
+
+def test_an_anthropic_429_says_which_limit_and_states_it(fake_llm: FakeLLMServer) -> None:
+    import anthropic
+
+    fake_llm.enqueue(
+        Reply.error(
+            429,
+            "This request would exceed the rate limit for your organization (org-1) of "
+            "50,000 input tokens per minute. For details, refer to: "
+            "https://docs.claude.com/en/api/rate-limits.",
+            retry_after=7,
+            headers={
+                "anthropic-ratelimit-requests-limit": "50",
+                "anthropic-ratelimit-requests-remaining": "42",
+                "anthropic-ratelimit-input-tokens-limit": "50000",
+                "anthropic-ratelimit-input-tokens-remaining": "0",
+                "anthropic-ratelimit-output-tokens-limit": "10000",
+                "anthropic-ratelimit-tokens-limit": "60000",
+            },
+        )
+    )
+    client = anthropic.Anthropic(base_url=fake_llm.url, api_key=KEY, max_retries=0)
+    with pytest.raises(anthropic.RateLimitError) as info:
+        client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )
+    err = translate_error(info.value, provider="anthropic", model="m", env_var="ANTHROPIC_API_KEY")
+    assert getattr(err, "limit_kind", None) == "tokens"
+    assert getattr(err, "limit_requests", None) == 50.0
+    assert getattr(err, "limit_tokens", None) == 50000.0  # the input-token limit
+    assert getattr(err, "retry_after", None) == 7.0
+
+
+def test_the_kind_of_limit_is_read_from_type_words_or_headers() -> None:
+    assert limit_kind("whatever", "requests", None) == "requests"
+    assert limit_kind("exceed ... of 8,000 output tokens per minute", None, None) == "tokens"
+    # Both exhausted: the headers cannot tell which one refused.
+    both = {
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "1s",
+        "x-ratelimit-remaining-tokens": "0",
+        "x-ratelimit-reset-tokens": "2s",
+    }
+    assert limit_kind("rate limit reached", None, both) is None
+    assert stated_limits({"x-ratelimit-limit-tokens": "-1"}) == (None, None)  # Azure's "none"
+
+
+def _admitted(limiter: RateLimiter, n: int, tokens: int = 10_000) -> None:
+    async def go() -> None:
+        for _ in range(n):
+            (await limiter.acquire(tokens=tokens)).settle(tokens)
+
+    asyncio.run(go())
+
+
+def test_a_tokens_429_lowers_the_token_rate_only() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+    _admitted(limiter, 10)  # 100k tokens in 10 requests, then a 429 on tokens at t=30
+    clock.now = 30.0
+    limiter.pause(30.0, kind="tokens")
+    assert limiter.found_tpm == pytest.approx(0.95 * 100_000)
+    assert limiter.found_rpm is None and limiter._rpm is None  # requests were not the limit
+
+
+def test_a_requests_429_lowers_the_request_rate_only() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+    _admitted(limiter, 10)
+    clock.now = 30.0
+    limiter.pause(30.0, kind="requests")
+    assert limiter.found_rpm == pytest.approx(0.95 * 9)  # 10 admitted, one refused
+    assert limiter.found_tpm is None
+    assert limiter._tpm is not None and not math.isfinite(limiter._tpm.limit)
+
+
+def test_stated_limits_are_held_like_given_ones() -> None:
+    clock = _FakeClock()
+    limiter = RateLimiter(window=60.0, adaptive=True, clock=clock, sleep=clock.sleep)
+    assert limiter.slow_start == 8
+    _admitted(limiter, 10)
+    limiter.pause(1.0, kind="tokens", stated_limit=500, stated_tokens=150_000)
+    assert limiter.slow_start is None  # known limits: nothing to ramp up to
+    assert (limiter.found_rpm, limiter.found_tpm) == (500.0, 150_000.0)
+    assert limiter.stated
+    for _ in range(3):  # the calls in flight when it was learnt: sent before, no evidence
+        limiter.pause(1.0, kind="tokens")
+    assert limiter.found_tpm == 150_000.0
+    clock.now += 61.0
+    limiter.pause(1.0, kind="tokens")  # a lone 429 on a stated limit: a late call, pause only
+    limiter.pause(1.0, kind="tokens")
+    assert limiter.found_tpm == 150_000.0
+    limiter.pause(1.0, kind="tokens")  # the third in one window: the limit is too high
+    assert limiter.found_tpm == pytest.approx(0.9 * 150_000)
+    assert limiter.found_rpm == 500.0  # the request limit was not the one hit
+
+
+def test_the_user_given_limit_stays_the_ceiling_of_a_stated_one() -> None:
+    limiter = RateLimiter(tpm=100_000, window=60.0, adaptive=True)
+    limiter.pause(0.0, kind="tokens", stated_tokens=150_000)
+    assert limiter._tpm is not None and limiter._tpm.limit == 100_000  # the user's, kept
+    assert limiter.found_tpm is None and limiter.found_rpm is None  # nothing new found
+    limiter.pause(0.0, kind="tokens", stated_tokens=80_000)  # the provider's is lower
+    assert limiter.found_tpm == 80_000.0

@@ -131,8 +131,8 @@ class _InProcessLimiter:
     def limited(self) -> bool:
         return True
 
-    def pause(self, seconds: float) -> None:
-        self.state.pause(seconds)
+    def pause(self, seconds: float, **what: Any) -> None:
+        self.state.pause(seconds, **what)
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> Any:
         ticket, refused = await self.state.admit(tokens, cost)

@@ -25,7 +25,7 @@ from mast.bulk.batch_rounds import BatchRounds
 from mast.bulk.cache import CachedResponse, ResponseCache, cache_key, cache_taxonomy
 from mast.bulk.checks import UniqueIds, failure_reason, kept_on_rerun, write_problem
 from mast.bulk.progress import Progress
-from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused, RateLimiter, counted_tokens
+from mast.bulk.ratelimit import Limiter, LimiterGrant, LimitRefused, counted_tokens
 from mast.bulk.signals import Payers, _Calls, _Deferred, _Stop
 from mast.bulk.spending import Budget, BudgetSpent
 from mast.bulk.store import ResultsStore
@@ -357,11 +357,12 @@ class _Runner(BatchRounds):
 
     def pause(self, exc: RateLimitError) -> None:
         """Tell the limiter a 429 came (with the provider's stated limit where it can)."""
-        seconds = exc.retry_after or 0.0
-        if isinstance(self.limiter, RateLimiter):
-            self.limiter.pause(seconds, stated_limit=exc.limit_requests)
-        else:
-            self.limiter.pause(seconds)
+        self.limiter.pause(
+            exc.retry_after or 0.0,
+            kind=exc.limit_kind,
+            stated_limit=exc.limit_requests,
+            stated_tokens=exc.limit_tokens,
+        )
 
     # ------------------------------------------------------------------ one trace
     async def process(self, index: int, trace: Trace, mode: str) -> str:

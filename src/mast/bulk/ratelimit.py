@@ -38,10 +38,11 @@ import asyncio
 import contextlib
 import math
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
+
+from mast.bulk.ratewindow import Accepted, Entry, WindowLimit
 
 __all__ = ["Grant", "LimitRefused", "Limiter", "LimiterGrant", "RateLimiter", "counted_tokens"]
 
@@ -102,97 +103,20 @@ class Limiter(Protocol):
     @property
     def limited(self) -> bool: ...
 
-    def pause(self, seconds: float) -> None:
+    def pause(
+        self,
+        seconds: float,
+        *,
+        kind: str | None = None,
+        stated_limit: float | None = None,
+        stated_tokens: float | None = None,
+    ) -> None:
         """A provider answered 429: hold every caller back ``seconds`` (0 = it gave no
-        ``Retry-After``), and slow down if the limiter adapts."""
+        ``Retry-After``), and slow down if the limiter adapts: the limit of ``kind``
+        ("requests" / "tokens"; None = unknown), held at what the provider's headers
+        state (``stated_limit`` requests, ``stated_tokens`` tokens per minute) if sent."""
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> LimiterGrant: ...
-
-
-@dataclass(eq=False)  # identity: two calls in the same instant are different entries
-class _Entry:
-    at: float
-    amount: float
-
-
-class _Limit:
-    """One limit: sliding-window log plus a smoothing bucket."""
-
-    def __init__(
-        self, limit: float, window: float, now: float, pad: float = 0.0, burst: float = 1.0
-    ) -> None:
-        if limit <= 0:
-            raise ValueError(f"rate limits must be positive, got {limit}")
-        self.limit = float(limit)
-        self.window = window + pad  # the log's: see RateLimiter's pad
-        self.base_window = window
-        self.rate = self.limit / window
-        # One second's worth: the event loop's delays are in seconds whatever the window,
-        # and a bucket that holds less loses the rate a waiter's late wake-up did not use
-        # (a 1.2 s test window with a 1/60 bucket held 20 ms of it).
-        self.burst = burst  # seconds' worth the bucket holds
-        self.capacity = min(self.limit, max(1.0, self.limit * min(burst, window) / window))
-        self.tokens = self.capacity
-        self.updated = now
-        self.log: deque[_Entry] = deque()
-        self.used = 0.0
-        # By how much the last calls' estimates exceeded what they counted once answered:
-        # a call without max_tokens is estimated with a reserve for its answer that it
-        # seldom uses, and while it is in flight that reserve held others back.
-        self.overshoot: deque[float] = deque(maxlen=20)
-
-    def set_limit(self, limit: float) -> None:
-        """A new limit; the calls of the last window still count."""
-        self.limit = float(limit)
-        self.rate = self.limit / self.base_window
-        burst = min(self.burst, self.base_window)
-        self.capacity = min(self.limit, max(1.0, self.limit * burst / self.base_window))
-        self.tokens = min(self.tokens, self.capacity)
-
-    def corrected(self, amount: float) -> float:
-        """``amount`` less the smallest overshoot of the last calls (never below half)."""
-        if not self.overshoot:
-            return float(amount)
-        return max(amount * 0.5, amount - max(0.0, min(self.overshoot)))
-
-    def _expire(self, now: float) -> None:
-        while self.log and self.log[0].at <= now - self.window:
-            self.used -= self.log.popleft().amount
-        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-
-    def wait(self, amount: float, now: float) -> float:
-        """Seconds until ``amount`` fits (0 = now)."""
-        self._expire(now)
-        amount = min(amount, self.limit)
-        waits = [0.0]
-        if self.used + amount > self.limit + 1e-9:
-            freed = 0.0
-            for entry in self.log:
-                freed += entry.amount
-                if self.used - freed + amount <= self.limit + 1e-9:
-                    waits.append(entry.at + self.window - now)
-                    break
-        need = min(amount, self.capacity)
-        if self.tokens < need - 1e-9:
-            waits.append((need - self.tokens) / self.rate)
-        return max(waits)
-
-    def take(self, amount: float, now: float) -> _Entry:
-        entry = _Entry(now, float(amount))
-        self.log.append(entry)
-        self.used += entry.amount
-        # May go negative: a large call borrows from the future and later calls wait.
-        self.tokens -= amount
-        return entry
-
-    def settle(self, entry: _Entry, actual: float) -> None:
-        delta = float(actual) - entry.amount
-        if entry in self.log:
-            self.used += delta
-        entry.amount = float(actual)
-        self.tokens -= delta
-        self.tokens = min(self.tokens, self.capacity)
 
 
 @dataclass
@@ -201,7 +125,7 @@ class Grant:
 
     tokens: int
     _limiter: RateLimiter
-    _entry: _Entry | None
+    _entry: Entry | None
     _open: bool = True
 
     def settle(self, actual_tokens: int | None, *, cost: float | None = None) -> None:
@@ -217,42 +141,6 @@ class Grant:
             self._limiter._tpm.overshoot.append(self.tokens - actual_tokens)
         self._limiter._tpm.settle(self._entry, actual_tokens)
         self._entry = None
-
-
-class _Adaptive:
-    """What the provider accepted lately: admitted and refused request times (one window)."""
-
-    def __init__(self, window: float, ceiling: float | None, now: float, given: bool) -> None:
-        self.window = window
-        self.ceiling = ceiling  # the user's rpm, if any: never probe above it
-        self.given = given  # the user gave rpm or tpm: a lone 429 does not lower the rate
-        self.held_back: float | None = None  # when a caller last waited for the rate
-        self.held_back_requests: float | None = None  # ... for the request rate
-        self.held_back_tokens: float | None = None  # ... for the learnt token rate
-        # What the provider accepted per window at the last 429 (requests, tokens): probing
-        # goes up to just under it, and past it only some windows later.
-        self.failed: tuple[float | None, float | None, float] | None = None
-        self.cut_at: float | None = None  # when a given limit was last lowered
-        self.admitted: deque[float] = deque()
-        self.refused: deque[float] = deque()
-        self.changed = now
-        self.throttles = 0
-        self.lowest: float | None = None
-
-    def trim(self, now: float) -> None:
-        for times in (self.admitted, self.refused):
-            while times and times[0] <= now - self.window:
-                times.popleft()
-
-    def estimate(self, now: float, retry_after: float) -> float | None:
-        """Requests per window the provider accepts, from the last window (None: unknown)."""
-        self.trim(now)
-        accepted = len(self.admitted) - len(self.refused)
-        if accepted <= 0 or not self.admitted:
-            return None
-        span = now - self.admitted[0] + retry_after
-        span = min(max(span, self.window / 60.0), self.window)
-        return accepted * self.window / span
 
 
 class RateLimiter:
@@ -295,22 +183,27 @@ class RateLimiter:
         now = clock()
         self._pad = min(1.0, max(0.05, 0.01 * window)) if pad is None else pad
         self._burst = burst
-        self._rpm = _Limit(rpm, window, now, self._pad, burst) if rpm is not None else None
-        self._tpm = _Limit(tpm, window, now, self._pad, burst) if tpm is not None else None
+        self._rpm = WindowLimit(rpm, window, now, self._pad, burst) if rpm is not None else None
+        self._tpm = WindowLimit(tpm, window, now, self._pad, burst) if tpm is not None else None
         # Adaptive with nothing given: count tokens too (no limit until a 429), so that a
         # 429 sets a token rate as well as a request rate; where tokens bind (long traces),
         # a request rate alone would let a window of long ones past the provider's limit.
         self._learns_tokens = adaptive and rpm is None and tpm is None
         self._hold = _HOLD_WINDOWS * window
         if self._learns_tokens:
-            self._tpm = _Limit(math.inf, window, now, self._pad, burst)
-        self._given = (rpm, tpm)
-        self._scale = 1.0  # the share of the given limits in force (lowered by 429s)
+            self._tpm = WindowLimit(math.inf, window, now, self._pad, burst)
+        self._user = {"requests": rpm, "tokens": tpm}
+        # The limits held as given: the user's, or lower ones the provider's headers state.
+        self._given: dict[str, float | None] = dict(self._user)
+        # The share of each given limit in force (lowered by 429s, probed back up).
+        self._scale = {"requests": 1.0, "tokens": 1.0}
+        self._found = {"requests": False, "tokens": False}  # a rate the provider set
+        self._stated = False  # the provider's headers named a limit
         self._paused_until = 0.0
         self._lock: asyncio.Lock | None = None
         self._window = window
         given = rpm is not None or tpm is not None
-        self._adaptive = _Adaptive(window, rpm, now, given) if adaptive else None
+        self._adaptive = Accepted(window, rpm, now, given) if adaptive else None
         self._inflight = 0
         slow = adaptive and rpm is None and tpm is None
         self._cwnd: float | None = _SLOW_START if slow else None
@@ -357,20 +250,79 @@ class RateLimiter:
     def found_rpm(self) -> float | None:
         """The request rate (per minute) the adaptive limiter holds after 429s; None when
         it never had to slow down (or does not adapt)."""
-        a = self._adaptive
-        if a is None or a.lowest is None or self._rpm is None:
+        if not self._found["requests"] or self._rpm is None:
             return None
         return self._rpm.limit * 60.0 / self._window
+
+    @property
+    def found_tpm(self) -> float | None:
+        """The token rate (per minute) in force after 429s or a limit the provider stated;
+        None when nothing set one (or the limiter does not adapt)."""
+        t = self._tpm
+        if not self._found["tokens"] or t is None or not math.isfinite(t.limit):
+            return None
+        return t.limit * 60.0 / self._window
+
+    @property
+    def stated(self) -> bool:
+        """Whether the provider's rate-limit headers named a limit this limiter holds."""
+        return self._stated
+
+    def adopt(self, requests: float | None = None, tokens: float | None = None) -> None:
+        """The provider's headers state its limits (per its minute, which is the
+        ``window``): hold them as given ones, under the user's if lower. Nothing is left
+        to find out for those: slow start ends, a lone 429 only pauses (as with
+        ``rpm`` / ``tpm`` given), and no probing goes above them."""
+        a = self._adaptive
+        if a is None:
+            return
+        now = self._clock()
+        for kind, stated in (("requests", requests), ("tokens", tokens)):
+            if stated is None or not stated > 0 or not math.isfinite(stated):
+                continue
+            user = self._user[kind]
+            value = float(stated) if user is None else min(user, float(stated))
+            if self._given[kind] == value:
+                continue
+            self._given[kind] = value
+            self._stated = self._found[kind] = True
+            limit = max(1.0, value * self._scale[kind])
+            if kind == "requests":
+                if self._rpm is None:
+                    self._set_rate(limit, now)
+                else:
+                    self._rpm.set_limit(limit)
+                a.ceiling = value
+            else:
+                if self._tpm is None:
+                    self._tpm = WindowLimit(limit, self._window, now, self._pad, self._burst)
+                else:
+                    self._tpm.set_limit(limit)
+                self._learns_tokens = False
+            a.given = True
+            a.changed = now
+            # The calls in flight were sent before the limit was known: their 429s in
+            # the next window must not count as evidence against it.
+            a.cut_at[kind] = now
+            self._cwnd = None  # the limits are known: nothing to ramp up to
 
     @property
     def throttles(self) -> int:
         """429 answers reported through :meth:`pause`."""
         return self._adaptive.throttles if self._adaptive is not None else 0
 
-    def pause(self, seconds: float, *, stated_limit: float | None = None) -> None:
+    def pause(
+        self,
+        seconds: float,
+        *,
+        kind: str | None = None,
+        stated_limit: float | None = None,
+        stated_tokens: float | None = None,
+    ) -> None:
         """A provider answered 429: hold every caller back ``seconds`` from now (its
-        ``Retry-After``; 0 when it gave none) and, if adaptive, lower the request rate.
-        ``stated_limit`` is the per-minute request limit the provider's headers named."""
+        ``Retry-After``; 0 when it gave none) and, if adaptive, lower the rate the 429
+        hit: ``kind`` "requests" or "tokens" as the provider said (None: unknown, both).
+        ``stated_limit`` / ``stated_tokens``: the limits its headers named (:meth:`adopt`)."""
         now = self._clock()
         self._paused_until = max(self._paused_until, now + max(seconds, 0.0))
         a = self._adaptive
@@ -378,56 +330,81 @@ class RateLimiter:
             return
         a.throttles += 1
         a.refused.append(now)
+        a.trim(now)
+        if stated_limit is not None or stated_tokens is not None:
+            self.adopt(stated_limit, stated_tokens)
         cwnd, self._cwnd = self._cwnd, None  # a 429: the rate learnt from it takes over
-        estimate = a.estimate(now, max(seconds, 0.0))
-        if a.given and stated_limit is None:
-            # With the limits given, a lone 429 is a call that reached the provider late
-            # (measured: up to 1 s in a run's first second), not a wrong limit: pause only.
-            # Several in one window: the limits are too high; lower both by a tenth (once
-            # a window), and probe back up to them (_probe).
-            if len(a.refused) >= _GIVEN_TRUST and (
-                a.cut_at is None or now - a.cut_at >= self._window
-            ):
-                self._rescale(self._scale * _GIVEN_CUT, now)
-                a.cut_at = now
-                a.lowest = self._scale
-            return
-        if stated_limit is None and a.failed is not None and now - a.failed[2] < self._window / 2:
+        kinds = ("requests", "tokens") if kind not in ("requests", "tokens") else (kind,)
+        for k in kinds:
+            if self._given[k] is not None:
+                self._given_429(k, now)
+        user_given = any(v is not None for v in self._user.values())
+        learn_tokens = self._given["tokens"] is None and self._learns_tokens and "tokens" in kinds
+        learn_requests = self._given["requests"] is None and (
+            kind == "requests"
+            or (kind is None and not user_given)
+            # a tokens 429 with no token rate to learn: slow the requests, as if unknown
+            or (kind == "tokens" and not learn_tokens and self._given["tokens"] is None)
+        )
+        if learn_requests or learn_tokens:
+            self._learn(now, max(seconds, 0.0), learn_requests, learn_tokens, cwnd)
+
+    def _given_429(self, kind: str, now: float) -> None:
+        """A 429 on a given (or stated) limit. A lone one is a call that reached the
+        provider late (measured: up to 1 s in a run's first second), not a wrong limit:
+        pause only. Several in one window: the limit is too high; lower it by a tenth
+        (once a window), and probe back up to it (_probe)."""
+        a = self._adaptive
+        assert a is not None
+        cut_at = a.cut_at.get(kind)
+        if len(a.refused) >= _GIVEN_TRUST and (cut_at is None or now - cut_at >= self._window):
+            self._rescale(kind, self._scale[kind] * _GIVEN_CUT, now)
+            a.cut_at[kind] = now
+            self._found[kind] = True
+
+    def _learn(
+        self, now: float, retry_after: float, requests: bool, tokens: bool, cwnd: float | None
+    ) -> None:
+        """Set the learnt request and/or token rate from what the provider accepted."""
+        a = self._adaptive
+        assert a is not None
+        if a.failed is not None and now - a.failed[2] < self._window / 2:
             # The same overrun: the calls that were on their way when the first 429 came.
             # Cutting again for each would count a window emptied by the pause.
             return
-        if stated_limit is not None and stated_limit > 0:
-            stated = stated_limit * self._window / 60.0
-            estimate = stated if estimate is None else min(estimate, stated)
+        failed_requests, failed_tokens = (a.failed or (None, None, now))[:2]
+        if tokens:
+            accepted = self._token_estimate(now, retry_after)
+            t = self._tpm
+            if accepted is not None and t is not None:
+                least = _FLOOR * t.limit if math.isfinite(t.limit) else 0.0
+                target_tokens = max(_SAFETY * accepted, least)
+                if target_tokens < t.limit:
+                    t.set_limit(target_tokens)
+                    self._found["tokens"] = True
+                failed_tokens = target_tokens / _SAFETY
+            a.changed = now
+        if not requests:
+            a.failed = (failed_requests, failed_tokens, now)
+            return
+        estimate = a.estimate(now, retry_after)
         current = self._rpm.limit if self._rpm is not None else None
         if estimate is None:  # nothing got through lately: halve what we had, if anything
             if current is None:  # no rate to learn from yet: the pause and the backoff wait
                 self._cwnd = None if cwnd is None else max(1.0, cwnd / 2)
+                a.failed = (failed_requests, failed_tokens, now)
                 return
             target = max(1.0, current / 2)
         else:
             # At most a fifth off the rate in force per cut: one window's estimate is noisy
             # (a window the last pause left half empty reads low); 429s that go on cut again.
-            # (A limit the provider's headers state is taken as it is.)
-            floor = _FLOOR * (current or 0.0) if stated_limit is None else 0.0
-            target = max(1.0, _SAFETY * estimate, floor)
-        # Both learnt rates are cut (the provider does not say which limit it hit) and
-        # held under what it accepted (_raised).
-        tokens = self._token_estimate(now, max(seconds, 0.0))
-        t = self._tpm
-        if tokens is not None and t is not None:
-            least = _FLOOR * t.limit if math.isfinite(t.limit) else 0.0
-            tokens = max(_SAFETY * tokens, least)
-            if tokens < t.limit:
-                t.set_limit(tokens)
-                a.changed = now
-            tokens /= _SAFETY
-        a.failed = (target / _SAFETY, tokens, now)
+            target = max(1.0, _SAFETY * estimate, _FLOOR * (current or 0.0))
+        a.failed = (target / _SAFETY, failed_tokens, now)
         if current is not None and target >= current:
             a.changed = now  # a 429 at this rate: no probing up for a while
             return
         self._set_rate(target, now)
-        a.lowest = target if a.lowest is None else min(a.lowest, target)
+        self._found["requests"] = True
 
     def _token_estimate(self, now: float, retry_after: float) -> float | None:
         """Tokens per window the provider accepts (learning limiters only; None: unknown):
@@ -452,19 +429,20 @@ class RateLimiter:
             raised = max(limit, min(raised, _NEAR * failed))
         return raised
 
-    def _rescale(self, scale: float, now: float) -> None:
-        """Hold ``scale`` of the given limits (``rpm`` and ``tpm``)."""
+    def _rescale(self, kind: str, scale: float, now: float) -> None:
+        """Hold ``scale`` of the given limit of ``kind`` ("requests" or "tokens")."""
         assert self._adaptive is not None
-        self._scale = scale
-        for limit, given in zip((self._rpm, self._tpm), self._given, strict=True):
-            if limit is not None and given is not None:
-                limit.set_limit(max(1.0, given * scale))
+        self._scale[kind] = scale
+        limit = self._rpm if kind == "requests" else self._tpm
+        given = self._given[kind]
+        if limit is not None and given is not None:
+            limit.set_limit(max(1.0, given * scale))
         self._adaptive.changed = now
 
     def _set_rate(self, limit: float, now: float) -> None:
         assert self._adaptive is not None
         old = self._rpm
-        self._rpm = _Limit(limit, self._window, now, self._pad, self._burst)
+        self._rpm = WindowLimit(limit, self._window, now, self._pad, self._burst)
         if old is not None:  # the calls of the last window still count
             old._expire(now)
             for entry in old.log:
@@ -483,9 +461,11 @@ class RateLimiter:
         a = self._adaptive
         if a is None or now - a.changed < self._window / 2:
             return
-        if a.given and self._scale < 1.0:
+        lowered = [k for k, v in self._scale.items() if v < 1.0 and self._given[k] is not None]
+        if lowered:
             if a.held_back is not None and a.held_back >= a.changed:
-                self._rescale(min(1.0, self._scale * _PROBE), now)
+                for kind in lowered:
+                    self._rescale(kind, min(1.0, self._scale[kind] * _PROBE), now)
             else:
                 a.changed = now
             return
@@ -495,7 +475,11 @@ class RateLimiter:
         # else it is not what holds the run back.
         since = a.changed
         failed = a.failed or (None, None, now)
-        if a.held_back_requests is not None and a.held_back_requests >= since:
+        if (
+            self._given["requests"] is None
+            and a.held_back_requests is not None
+            and a.held_back_requests >= since
+        ):
             raised = self._raised(self._rpm.limit, failed[0], now)
             if a.ceiling is not None:
                 raised = min(raised, a.ceiling)

@@ -47,8 +47,14 @@ class LimitsActor:
     async def settle(self, ticket: int, tokens: int | None, cost: float | None) -> None:
         self.state.settle(ticket, tokens, cost)
 
-    async def pause(self, seconds: float) -> None:
-        self.state.pause(seconds)
+    async def pause(
+        self,
+        seconds: float,
+        kind: str | None = None,
+        stated_limit: float | None = None,
+        stated_tokens: float | None = None,
+    ) -> None:
+        self.state.pause(seconds, kind=kind, stated_limit=stated_limit, stated_tokens=stated_tokens)
 
     async def stop(self, reason: str, message: str) -> None:
         self.state.stop(reason, message)
@@ -169,8 +175,15 @@ class RemoteLimiter:
     def limited(self) -> bool:
         return True
 
-    def pause(self, seconds: float) -> None:
-        self._actor.pause.remote(seconds)
+    def pause(
+        self,
+        seconds: float,
+        *,
+        kind: str | None = None,
+        stated_limit: float | None = None,
+        stated_tokens: float | None = None,
+    ) -> None:
+        self._actor.pause.remote(seconds, kind, stated_limit, stated_tokens)
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> _RemoteGrant:
         ticket, refused = await self._actor.admit.remote(tokens, cost)

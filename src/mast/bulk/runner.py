@@ -213,6 +213,9 @@ def _merge_runs(runs: list[AnnotationRun]) -> AnnotationRun:
         summary.not_attempted += [t for t in s.not_attempted if t not in summary.not_attempted]
         if s.found_rpm is not None:
             summary.found_rpm = min(s.found_rpm, summary.found_rpm or s.found_rpm)
+        if s.found_tpm is not None:
+            summary.found_tpm = min(s.found_tpm, summary.found_tpm or s.found_tpm)
+        summary.limits_stated = summary.limits_stated or s.limits_stated
         summary.stopped = summary.stopped or s.stopped
         summary.stop_message = summary.stop_message or s.stop_message
     order: dict[str, int] = {}
@@ -324,6 +327,8 @@ async def _annotate_once(
     summary = runner.summary
     if own_limiter is not None:
         summary.found_rpm = own_limiter.found_rpm
+        summary.found_tpm = own_limiter.found_tpm
+        summary.limits_stated = own_limiter.stated
     if store is not None and runner.unwritten:
         cached = response_cache is not None and response_cache.writable
         note = rescue(runner.unwritten, store.path, cached=cached)

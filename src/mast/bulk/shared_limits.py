@@ -102,10 +102,20 @@ class LimitsState:
         if grant is not None:
             grant.settle(tokens)
 
-    def pause(self, seconds: float) -> None:
+    def pause(
+        self,
+        seconds: float,
+        *,
+        kind: str | None = None,
+        stated_limit: float | None = None,
+        stated_tokens: float | None = None,
+    ) -> None:
         """A provider answered 429: hold every caller back ``seconds`` (its ``Retry-After``,
-        0 if none) and lower the cluster's request rate."""
-        self.limiter.pause(seconds)
+        0 if none) and lower the cluster's rate that the 429 hit (``kind``; see
+        :meth:`RateLimiter.pause <mast.bulk.ratelimit.RateLimiter.pause>`)."""
+        self.limiter.pause(
+            seconds, kind=kind, stated_limit=stated_limit, stated_tokens=stated_tokens
+        )
 
     def stop(self, reason: str, message: str) -> None:
         """Refuse every further call."""

@@ -189,7 +189,13 @@ class RunSummary:
     rate_limited: int = 0
     """Calls the provider answered 429 (rate limited); each was retried or failed its trace."""
     found_rpm: float | None = None
-    """The request rate (per minute) the run slowed to after 429s (None: it never had to)."""
+    """The request rate (per minute) the run held at the end, found from 429s or stated by
+    the provider's rate-limit headers (None: neither set one)."""
+    found_tpm: float | None = None
+    """The token rate (per minute) likewise (None: neither set one)."""
+    limits_stated: bool = False
+    """Whether the provider's rate-limit headers named the limits (else they were found
+    from its 429s)."""
     batch_items: int = 0
     """Requests answered through provider batch jobs."""
     batches: list[str] = field(default_factory=list)
@@ -219,6 +225,13 @@ class RunSummary:
         for share in grounded_share([findings]).values():
             self.positives += share.positives
             self.grounded_positives += share.grounded
+
+    def found_limits(self) -> str:
+        """The rates found or stated, as words ("" when none), e.g. "60 requests/min and
+        150,000 tokens/min"."""
+        parts = [] if self.found_rpm is None else [f"{self.found_rpm:,.0f} requests/min"]
+        parts += [] if self.found_tpm is None else [f"{self.found_tpm:,.0f} tokens/min"]
+        return " and ".join(parts)
 
     @property
     def failed_total(self) -> int:
@@ -265,13 +278,18 @@ class RunSummary:
             f"{self.calls} provider call(s){extra}, {self.cached} record(s) from cache"
             + (f", {self.batch_items} batch item(s)" if self.batch_items else "")
         )
-        if self.rate_limited:
+        found = self.found_limits()
+        if self.rate_limited or found:
             lines.append(
                 f"{self.rate_limited} call(s) answered 429 (rate limited)"
                 + (
-                    f"; the run slowed every worker to {self.found_rpm:.0f} requests/min, "
-                    "the limit it found (pass --rpm / rpm= to start there)"
-                    if self.found_rpm is not None
+                    f"; the run held every worker to {found}, "
+                    + (
+                        "the limits the provider's headers state"
+                        if self.limits_stated
+                        else "the limits it found (pass --rpm / --tpm, rpm= / tpm=, to start there)"
+                    )
+                    if found
                     else ""
                 )
             )

@@ -116,6 +116,49 @@ def _header_seconds(raw: str) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
+def _first_number(low: Mapping[str, str], names: Sequence[str]) -> float | None:
+    for name in names:
+        try:
+            return float(low[name])
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
+# Token headers in the order they are taken: OpenAI's one token limit (prompt + max_tokens),
+# Anthropic's input-token limit (the one long prompts meet), then its most restrictive one.
+_TOKEN_LIMITS = (
+    "x-ratelimit-limit-tokens",
+    "anthropic-ratelimit-input-tokens-limit",
+    "anthropic-ratelimit-tokens-limit",
+)
+
+
+def stated_limits(headers: Mapping[str, str] | None) -> tuple[float | None, float | None]:
+    """(requests, tokens) the provider's rate-limit headers name as its limits, per its
+    minute: OpenAI ``x-ratelimit-limit-requests`` / ``-tokens``, Anthropic
+    ``anthropic-ratelimit-requests-limit`` and ``-input-tokens-limit`` (else
+    ``-tokens-limit``). None where not sent (many OpenAI-compatible servers send none).
+
+    >>> stated_limits({"x-ratelimit-limit-requests": "500", "x-ratelimit-limit-tokens": "30000"})
+    (500.0, 30000.0)
+    >>> stated_limits({"anthropic-ratelimit-input-tokens-limit": "50000"})
+    (None, 50000.0)
+    """
+    if not headers:
+        return None, None
+    low = {k.lower(): v for k, v in headers.items()}
+    requests = _first_number(
+        low, ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit")
+    )
+    tokens = _first_number(low, _TOKEN_LIMITS)
+    # Azure sends -1 for a limit it does not apply: unknown, not a limit of -1.
+    return (
+        requests if requests is not None and requests > 0 else None,
+        tokens if tokens is not None and tokens > 0 else None,
+    )
+
+
 def rate_limit_headers(headers: Mapping[str, str] | None) -> tuple[float | None, float | None]:
     """(request limit per minute, seconds until requests are taken again) from the
     providers' rate-limit headers: OpenAI ``x-ratelimit-limit-requests`` /
@@ -131,14 +174,13 @@ def rate_limit_headers(headers: Mapping[str, str] | None) -> tuple[float | None,
     if not headers:
         return None, None
     low = {k.lower(): v for k, v in headers.items()}
-    limit: float | None = None
-    for name in ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"):
-        try:
-            limit = float(low[name])
-            break
-        except (KeyError, ValueError):
-            continue
-    waits: list[float] = []
+    waits = [wait for _, wait in _exhausted(low)]
+    return stated_limits(headers)[0], (max(waits) if waits else None)
+
+
+def _exhausted(low: Mapping[str, str]) -> list[tuple[str, float]]:
+    """(kind, seconds to its reset) of every limit whose remaining count is 0."""
+    found: list[tuple[str, float]] = []
     for kind in ("requests", "tokens", "input-tokens", "output-tokens"):
         for remaining, reset in (
             (f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}"),
@@ -150,8 +192,43 @@ def rate_limit_headers(headers: Mapping[str, str] | None) -> tuple[float | None,
                 continue
             seconds = _header_seconds(low.get(reset, ""))
             if empty and seconds is not None:
-                waits.append(seconds)
-    return limit, (max(waits) if waits else None)
+                found.append(("requests" if kind == "requests" else "tokens", seconds))
+    return found
+
+
+# OpenAI: "Rate limit reached for gpt-4.1 in organization org-… on tokens per min (TPM):
+# Limit 30000, Used 29100, Requested 1500. …"; Anthropic: "This request would exceed the
+# rate limit for your organization (…) of 50,000 input tokens per minute. …"
+_KIND_IN_MESSAGE = re.compile(
+    r"\b(requests|(?:input |output )?tokens) per min(?:ute)?\b", re.IGNORECASE
+)
+
+
+def limit_kind(
+    message: str, error_type: str | None, headers: Mapping[str, str] | None
+) -> str | None:
+    """Which per-minute limit a 429 hit: "requests", "tokens", or None (unknown: the
+    server did not say). Read from OpenAI's error ``type`` ("requests" / "tokens"), else
+    the message's words ("on tokens per min (TPM)", "input tokens per minute"), else
+    the one rate-limit header whose remaining count is 0.
+
+    >>> limit_kind("Rate limit reached for gpt-4.1 in organization org-x on requests per "
+    ...            "min (RPM): Limit 500, Used 500, Requested 1.", None, None)
+    'requests'
+    >>> limit_kind("rate limit reached", None, {"x-ratelimit-remaining-tokens": "0",
+    ...                                         "x-ratelimit-reset-tokens": "2s"})
+    'tokens'
+    """
+    if error_type in ("requests", "tokens"):
+        return error_type
+    match = _KIND_IN_MESSAGE.search(message)
+    if match:
+        return "requests" if match.group(1).lower() == "requests" else "tokens"
+    if headers:
+        kinds = {kind for kind, _ in _exhausted({k.lower(): v for k, v in headers.items()})}
+        if len(kinds) == 1:
+            return kinds.pop()
+    return None
 
 
 def unexpected_answer(
@@ -225,16 +302,23 @@ def translate_error(
                 status_code=status,
             )
         wait = retry_after_seconds(headers)
-        stated, reset = rate_limit_headers(headers)
+        _, reset = rate_limit_headers(headers)
+        requests, tokens = stated_limits(headers)
         if wait is None:
             wait = reset
+        body = getattr(exc, "body", None)
+        err = body.get("error", body) if isinstance(body, Mapping) else None
+        kind_field = err.get("type") if isinstance(err, Mapping) else None
+        kind = limit_kind(detail, kind_field if isinstance(kind_field, str) else None, headers)
         hint = f"; the server asks to retry after {wait:g}s" if wait is not None else ""
         return RateLimitError(
             f"{where}: rate limited (HTTP 429: {detail}){hint}",
             provider=provider,
             status_code=status,
             retry_after=wait,
-            limit_requests=stated,
+            limit_requests=requests,
+            limit_tokens=tokens,
+            limit_kind=kind,
         )
     if status in (400, 413, 422) and (
         code == "context_length_exceeded" or _CONTEXT_PATTERNS.search(detail)
