@@ -374,3 +374,53 @@ def test_hash_parts_with_a_remembered_long_head_is_the_plain_hash() -> None:
     for parts in [(head,), (head, "user"), (head, "user", "[]"), ("a", "b"), (), (head, head)]:
         assert hash_parts(*parts) == plain(*parts)
         assert hash_parts(*parts) == plain(*parts)  # the head's state is copied, not changed
+
+
+def _plain_answer_blocks(text: str) -> list[str]:
+    """echo.answer_blocks as it was: every line read."""
+    from mast.judge.reply import echo
+
+    blocks: list[str] = []
+    current: list[str] = []
+    codes: set[str] = set()
+    for line in text.splitlines(keepends=True):
+        match = echo._LINE_CODE.match(line)
+        fence = line.strip() == "@@"
+        if current and (
+            (match and match.group(1) in codes) or fence or len(current) >= echo._MAX_BLOCK_LINES
+        ):
+            blocks.append("".join(current))
+            current, codes = [], set()
+        current.append(line)
+        if match:
+            codes.add(match.group(1))
+    if current:
+        blocks.append("".join(current))
+    return blocks
+
+
+BLOCK_PIECES = [
+    "1.1 A: yes",
+    "2.5",
+    "1.1.4",
+    "x",
+    "@@",
+    " @@ ",
+    "\n",
+    "\r\n",
+    "\x0c",
+    "- ",
+    "\u0663.\u0661",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(BLOCK_PIECES) | st.text(max_size=3), max_size=30).map("".join),
+    st.sampled_from([0, 1, 199, 200, 201, 450]),
+)
+def test_answer_blocks_are_cut_as_before(text: str, extra_lines: int) -> None:
+    from mast.judge.reply.echo import answer_blocks
+
+    text = text + "line\n" * extra_lines
+    assert answer_blocks(text) == _plain_answer_blocks(text)

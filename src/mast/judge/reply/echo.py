@@ -39,6 +39,8 @@ _START = re.compile(r"\{|\[\s*\{")
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.){8,}"')
 # A mode code at the start of a line, after bullets, numbering, "C." or table bars.
 _LINE_CODE = re.compile(r"^[\s>*•|#+\-]*(?:[A-C][.)]\s*)?[*_`]*(\d{1,2}\.\d{1,2})(?![\d.]\d)")
+# What every _LINE_CODE match holds: a text without it has no line that starts with a code.
+_CODE_PAIR = re.compile(r"\d\.\d")
 # Bounds that keep a hostile trace from making the search slow.
 _MAX_JSON_STARTS = 2000
 _MAX_LENIENT = 200
@@ -194,7 +196,14 @@ def answer_blocks(text: str) -> list[str]:
     blocks: list[str] = []
     current: list[str] = []
     codes: set[str] = set()
-    for line in text.splitlines(keepends=True):
+    lines = text.splitlines(keepends=True)
+    if "@@" not in text and _CODE_PAIR.search(text) is None:
+        # No fence and no line with a code (most texts of a trace): blocks of whole lines.
+        if len(lines) <= _MAX_BLOCK_LINES:
+            return [text] if lines else []
+        step = _MAX_BLOCK_LINES
+        return ["".join(lines[i : i + step]) for i in range(0, len(lines), step)]
+    for line in lines:
         match = _LINE_CODE.match(line)
         fence = line.strip() == "@@"
         if current and (
