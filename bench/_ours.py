@@ -165,47 +165,86 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-# Where time goes, by the file a function lives in (first match wins).
+# Where time goes, by the file a function lives in (first match wins). Built-in functions
+# (regex searches, str methods, json's C encoder: no file of their own) count for the
+# part that called them (see _shares).
 _BUCKETS = [
     (
         "load + segment (mast.traces.loaders, mast.traces.segment, ijson)",
         ("mast/traces/loaders", "mast/traces/segment", "ijson"),
     ),
-    ("redact (mast.privacy.redact)", ("mast/privacy/redact",)),
+    ("redact (mast.privacy)", ("mast/privacy/",)),
+    ("few-shot leak filter (mast.judge.prompt.leak, shots)", ("prompt/leak", "prompt/shots")),
     (
-        "render (mast.judge.prompt.render, jinja2)",
-        ("mast/judge/prompt/render", "jinja2", "templates/"),
+        "render (mast.judge.prompt: compact, render; jinja2)",
+        ("mast/judge/prompt/", "jinja2", "templates/"),
     ),
     (
-        "parse + ground (mast.judge.reply.parse, grounding)",
-        (
-            "mast/judge/reply/parse",
-            "mast/judge/reply/grounding",
-            "mast/judge/reply/text",
-            "mast/judge/reply/lenient",
-        ),
+        "grounding (mast.judge.reply.grounding, quotes)",
+        ("reply/grounding", "reply/attribution_g", "reply/quotes"),
+    ),
+    (
+        "echo search + answer reading (mast.judge.reply: echo, parse, text readers)",
+        ("mast/judge/reply/",),
     ),
     ("results store (mast.bulk.store, fsync)", ("mast/bulk/store", "fsync")),
     ("response cache (mast.bulk.cache, sqlite3)", ("mast/bulk/cache", "sqlite3")),
-    ("JSON encoding (json)", ("json/",)),
     (
-        "OpenAI SDK + HTTP client",
-        ("openai/", "httpx", "httpcore", "h11", "anyio", "ssl", "_socket"),
+        "OpenAI SDK + HTTP client (openai, httpx, anyio, socket; JSON of the request)",
+        ("openai/", "httpx", "httpcore", "h11", "anyio", "sniffio", "ssl", "_socket", "/typing"),
     ),
     ("waiting for the server (epoll)", ("poll' of 'select",)),
     ("asyncio event loop", ("asyncio/", "selectors")),
     ("pydantic validation", ("pydantic",)),
     ("mast judge + runner", ("mast/",)),
 ]
+_BUILTIN = ("~", "<frozen", "/json/", "/re/", "/copy.py", "/difflib.py")
+
+
+def _is_helper(filename: str) -> bool:
+    return filename.startswith(_BUILTIN) or any(k in filename for k in _BUILTIN[1:])
+
+
+def _where(filename: str, func: str) -> str:
+    return f"{filename}:{func}"
+
+
+def _bucket(where: str) -> str:
+    return next((name for name, keys in _BUCKETS if any(k in where for k in keys)), "other")
 
 
 def _shares(profiler: cProfile.Profile) -> dict[str, float]:
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     totals: Counter[str] = Counter()
-    for (filename, _line, func), (_cc, _nc, tottime, _ct, _callers) in stats.items():
-        where = f"{filename}:{func}"
-        bucket = next((name for name, keys in _BUCKETS if any(k in where for k in keys)), "other")
-        totals[bucket] += tottime
+
+    def spread(func: tuple[str, int, str], amount: float, depth: int) -> None:
+        # A helper's time, passed on to its callers in proportion to the time each spent
+        # in it, up to a few helpers up.
+        callers = stats[func][4] if func in stats else {}
+        whole = sum(c[3] for c in callers.values())
+        if not callers or not whole or depth > 4:
+            totals["other"] += amount
+            return
+        for caller, c in callers.items():
+            part = amount * c[3] / whole
+            if _is_helper(caller[0]):
+                spread(caller, part, depth + 1)
+            else:
+                totals[_bucket(_where(caller[0], caller[2]))] += part
+
+    for key, (_cc, _nc, tottime, _ct, callers) in stats.items():
+        filename, _line, func = key
+        own = _bucket(_where(filename, func))  # epoll, socket, sqlite3, fsync: by method
+        if own == "other" and _is_helper(filename):
+            # A built-in or standard-library helper (a regex search, a str method, the json
+            # encoder): its own time counts for the part that called it.
+            for caller, c in callers.items():
+                if _is_helper(caller[0]):
+                    spread(caller, c[2], 1)
+                else:
+                    totals[_bucket(_where(caller[0], caller[2]))] += c[2]
+            continue
+        totals[own] += tottime
     whole = sum(totals.values()) or 1.0
     return {k: v / whole for k, v in totals.most_common()}
 
