@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import importlib
 import os
 import time
@@ -84,6 +85,7 @@ def import_sdk(module: str, install: str) -> ModuleType:
         ) from exc
 
 
+@functools.lru_cache(maxsize=64)  # asked several times per call, of one or two URLs
 def endpoint_of(url: str | None) -> str | None:
     """``url`` as an endpoint: lower-case scheme and host, the port unless it is the scheme's
     default, the path without a trailing slash; user, password, query and fragment dropped.
