@@ -69,6 +69,8 @@ def drop_thinking(text: str) -> tuple[str, int]:
     before it; an opening tag without its closing drops the rest: tentative answers inside
     a model's reasoning are never read as its answer.
     """
+    if "<" not in text:  # every tag starts with one (the echo search reads many such texts)
+        return text, 0
     count = 0
     text, count = _THINK_BLOCK.subn("", text)
     close = _THINK_CLOSE.search(text)
