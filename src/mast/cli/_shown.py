@@ -38,8 +38,8 @@ def shown(text: object) -> str:
 def shown_lines(text: object) -> str:
     """Like :func:`shown`, but the line breaks of a message written on several lines stay.
 
-    >>> print(shown_lines("2 trace(s)\nread twice: a\x1b[2J"))
+    >>> print(shown_lines("2 trace(s)\\nread twice: a\\x1b[2J"))
     2 trace(s)
-    read twice: a\x1b[2J
+    read twice: a\\x1b[2J
     """
     return "\n".join(shown(line) for line in str(text).split("\n"))
