@@ -100,6 +100,28 @@ def test_may_answer_on_the_reply_corpora(path: Path) -> None:
         check(line)
 
 
+# Misspelt names the reader codes (code_the_names' loose reading): after any lead it takes,
+# and with the answer after a separator, later on the line, on the next line or, for a long
+# name, inside the letters ("o or Incomplete Verification yes" is close enough to "No or
+# Incomplete Verification"). Found by the property test below, cut from the corpus.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "o or Incomplete Verification yes",
+        "Mode: Step Repetiton: yes",
+        "a) Step Repetiton: yes",
+        "Failure mode: Step Repetiton - yes",
+        "Step Repetiton: the agent repeated itself, so yes",
+        "Step Repetiton:\nyes",
+        "sobey Role Specification\nAnswer: No\n",
+        "sk Derailment\n- [NO] ",
+    ],
+)
+def test_may_answer_sees_misspelt_names_the_reader_codes(text: str) -> None:
+    assert readable(text)
+    assert may_answer(text, TAX)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(REPLIES), st.integers(0, 10_000), st.integers(1, 400))
 def test_may_answer_on_pieces_cut_from_replies(path: Path, start: int, size: int) -> None:

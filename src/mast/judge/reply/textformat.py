@@ -251,7 +251,7 @@ def may_answer(raw: str, taxonomy: Taxonomy) -> bool:
     codes = _code_cue(tuple(taxonomy.codes))
     if any(_code_can_be_read(text, m.start()) for m in codes.finditer(text)):
         return True
-    if may_name_a_mode(text, _name_index(taxonomy)):
+    if may_name_a_mode(text, _name_index(taxonomy), taxonomy):
         return True  # a mode named without its code (see mast.judge.reply.textnames)
     if "B" in text and any(
         not m.start() or _B_BEFORE.match(text, m.start() - 1) for m in _B_CUE.finditer(text)

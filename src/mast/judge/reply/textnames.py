@@ -170,11 +170,26 @@ _NAMED_ANSWER = re.compile(
 )
 
 
-def may_name_a_mode(text: str, names: NameIndex) -> bool:
+def may_name_a_mode(text: str, names: NameIndex, taxonomy: Taxonomy) -> bool:
     """False only when no line of ``text`` could open with a mode name and a separator
     (a cheap test for the echo search, which reads every block of a trace)."""
     if _NAMED_ANSWER.search(text) is not None:
         return True
+    # code_the_names' reading of a misspelt name, whatever comes before it (the lead) or
+    # after it (a separator, or the end of the line: "No or Incomplete Verifcation yes").
+    spellings: dict[str, set[str]] | None = None
+    for candidate in _LOOSE_LINE.finditer(text):
+        # The regex may take a shorter lead than code_the_names does: read the line as it does.
+        end = text.find("\n", candidate.start())
+        line = text[candidate.start() : None if end == -1 else end]
+        lead = _LEAD.match(line)
+        loose = _LOOSE_NAME.match(line, lead.end() if lead else 0)
+        if loose is None:
+            continue
+        if spellings is None:
+            spellings = _spellings(taxonomy, names)
+        if _close_codes(loose.group(1), spellings) & set(taxonomy.codes):
+            return True
     # A known name counts only where code_the_names would read it: opening its line.
     folded = fold_case(text)  # the same matches as names.search, found much faster
     pos = 0
@@ -192,3 +207,9 @@ def may_name_a_mode(text: str, names: NameIndex) -> bool:
 
 
 _MAX_NAME_HITS = 50
+
+# Where code_the_names may take a misspelt name: a line start, a lead, then the loose name
+# (a superset: backtracking may try a shorter lead than _LEAD.match takes).
+_LOOSE_LINE = re.compile(
+    rf"^(?:{_LEAD.pattern}){_LOOSE_NAME.pattern}", re.MULTILINE | re.IGNORECASE
+)
