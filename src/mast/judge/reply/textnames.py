@@ -177,11 +177,11 @@ def may_name_a_mode(text: str, names: NameIndex, taxonomy: Taxonomy) -> bool:
         return True
     # code_the_names' reading of a misspelt name, whatever comes before it (the lead) or
     # after it (a separator, or the end of the line: "No or Incomplete Verifcation yes").
+    # Every line is read as code_the_names reads it (its lead, then a loose name there):
+    # two anchored matches per line cost less than one search for a lead and a loose name
+    # at any line start, whose backtracking tries every shorter lead on every line.
     spellings: dict[str, set[str]] | None = None
-    for candidate in _LOOSE_LINE.finditer(text):
-        # The regex may take a shorter lead than code_the_names does: read the line as it does.
-        end = text.find("\n", candidate.start())
-        line = text[candidate.start() : None if end == -1 else end]
+    for line in text.split("\n"):
         lead = _LEAD.match(line)
         loose = _LOOSE_NAME.match(line, lead.end() if lead else 0)
         if loose is None:
@@ -207,9 +207,3 @@ def may_name_a_mode(text: str, names: NameIndex, taxonomy: Taxonomy) -> bool:
 
 
 _MAX_NAME_HITS = 50
-
-# Where code_the_names may take a misspelt name: a line start, a lead, then the loose name
-# (a superset: backtracking may try a shorter lead than _LEAD.match takes).
-_LOOSE_LINE = re.compile(
-    rf"^(?:{_LEAD.pattern}){_LOOSE_NAME.pattern}", re.MULTILINE | re.IGNORECASE
-)
