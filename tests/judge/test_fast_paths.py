@@ -431,3 +431,54 @@ def test_answer_blocks_are_cut_as_before(text: str, extra_lines: int) -> None:
 
     text = text + "line\n" * extra_lines
     assert answer_blocks(text) == _plain_answer_blocks(text)
+
+
+def _plain_string(text: str, pos: int) -> tuple[str, int] | None:
+    """lenient_json's string reader as it was: one character at a time (None: cut off)."""
+    from mast.judge.reply.lenient_json import _ESCAPES
+
+    quote, pos, parts, n = text[pos], pos + 1, [], len(text)
+    while pos < n:
+        ch = text[pos]
+        if ch == quote:
+            return "".join(parts), pos + 1
+        if ch == "\\":
+            if pos + 1 >= n:
+                return None
+            esc = text[pos + 1]
+            if esc == "u":
+                digits = text[pos + 2 : pos + 6]
+                if len(digits) < 4:
+                    return None
+                parts.append(chr(int(digits, 16)))
+                pos += 6
+                continue
+            parts.append(_ESCAPES.get(esc, esc))
+            pos += 2
+            continue
+        parts.append(ch)
+        pos += 1
+    return None
+
+
+STRING_PIECES = ['"', "'", "\\", '\\"', "\\'", "\\n", "\\u00e9", "\\u12", "a", "é", "\n", " "]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(['"', "'"]), st.lists(st.sampled_from(STRING_PIECES), max_size=12))
+def test_lenient_strings_are_read_as_before(quote: str, pieces: list[str]) -> None:
+    from mast.judge.reply.lenient_json import _EndOfText, _Invalid, _Reader
+
+    text = quote + "".join(pieces)
+    reader = _Reader(text, 0)
+    try:
+        got: object = (reader._string(), reader.pos)
+    except _EndOfText:
+        got = None
+    except _Invalid:
+        got = "bad escape"
+    try:
+        want: object = _plain_string(text, 0)
+    except ValueError:
+        want = "bad escape"
+    assert got == want

@@ -50,6 +50,10 @@ class _Invalid(Exception):
     """Not JSON at this position."""
 
 
+# A run of string characters that need no care: neither the closing quote nor a backslash.
+_PLAIN_RUN = {q: re.compile(rf"[^{q}\\]+") for q in "\"'"}
+
+
 class _Reader:
     def __init__(self, text: str, pos: int) -> None:
         self.text = text
@@ -148,7 +152,15 @@ class _Reader:
         self.pos += 1
         parts: list[str] = []
         text, n = self.text, len(self.text)
+        plain = _PLAIN_RUN[quote]
         while self.pos < n:
+            # The characters up to the next quote or backslash, taken as they are at once.
+            run = plain.match(text, self.pos)
+            if run is not None and run.end() > self.pos:
+                parts.append(run.group(0))
+                self.pos = run.end()
+                if self.pos >= n:
+                    break
             ch = text[self.pos]
             if ch == quote:
                 self.pos += 1

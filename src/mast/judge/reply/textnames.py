@@ -182,6 +182,8 @@ def may_name_a_mode(text: str, names: NameIndex, taxonomy: Taxonomy) -> bool:
     # at any line start, whose backtracking tries every shorter lead on every line.
     spellings: dict[str, set[str]] | None = None
     for line in text.split("\n"):
+        if not line or not (line[0].isalnum() or line[0] in _LEAD_FIRST):
+            continue  # the lead takes nothing and no name starts here (a "{", a "}", …)
         lead = _LEAD.match(line)
         loose = _LOOSE_NAME.match(line, lead.end() if lead else 0)
         if loose is None:
@@ -207,3 +209,5 @@ def may_name_a_mode(text: str, names: NameIndex, taxonomy: Taxonomy) -> bool:
 
 
 _MAX_NAME_HITS = 50
+# The first characters of a line where _LEAD can take something, besides letters and digits.
+_LEAD_FIRST = frozenset(" \t>|#-+*\u2022[\u2705\u274c\"'(")
