@@ -50,23 +50,29 @@ _LOOSE_NAME = re.compile(
 
 
 def _squash(name: str) -> str:
-    return "".join(re.findall(r"[a-z0-9]+", name.lower()))
+    return "".join(_ALNUM_RUN.findall(name.lower()))
+
+
+_ALNUM_RUN = re.compile(r"[a-z0-9]+")
 
 
 def _close_codes(name: str, spellings: dict[str, set[str]]) -> set[str]:
-    squashed = _squash(name)
     # Log lines repeat their labels ("Requirement already satisfied: …" on every line):
-    # each squashed name is compared with the spellings once.
+    # each name (as written, and squashed) is compared with the spellings once.
     memo = _CLOSE_MEMO.get(id(spellings))
     if memo is None or memo[0] is not spellings:
         if len(_CLOSE_MEMO) >= 8:
             _CLOSE_MEMO.clear()
         memo = _CLOSE_MEMO[id(spellings)] = (spellings, {})
-    known = memo[1].get(squashed)
+    known = memo[1].get(name)
     if known is None:
+        squashed = _squash(name)
+        known = memo[1].get(squashed)
+        if known is None:
+            known = frozenset(_compare(squashed, spellings))
         if len(memo[1]) >= _MAX_CLOSE_MEMO:
             memo[1].clear()
-        known = memo[1][squashed] = frozenset(_compare(squashed, spellings))
+        memo[1][name] = memo[1][squashed] = known
     return set(known)
 
 

@@ -183,7 +183,10 @@ def fold_case(text: str) -> str | None:
 
 
 def _squash(name: str) -> str:
-    return "".join(re.findall(r"[a-z0-9]+", name.lower()))
+    return "".join(_ALNUM_RUN.findall(name.lower()))
+
+
+_ALNUM_RUN = re.compile(r"[a-z0-9]+")
 
 
 def _factored(alternatives: list[str]) -> str:
