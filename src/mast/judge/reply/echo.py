@@ -203,9 +203,10 @@ def answer_blocks(text: str) -> list[str]:
             return [text] if lines else []
         step = _MAX_BLOCK_LINES
         return ["".join(lines[i : i + step]) for i in range(0, len(lines), step)]
+    fences = "@@" in text
     for line in lines:
         match = _LINE_CODE.match(line)
-        fence = line.strip() == "@@"
+        fence = fences and line.strip() == "@@"
         if current and (
             (match and match.group(1) in codes) or fence or len(current) >= _MAX_BLOCK_LINES
         ):
