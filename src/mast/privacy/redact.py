@@ -195,7 +195,7 @@ class Redactor:
         """Per pattern, whether none of its literal prefixes occur in any of ``texts``: one
         substring test per distinct prefix for all the texts of a trace together, instead
         of one per pattern for each text."""
-        joined = "\n".join(texts)
+        joined = "\n".join(dict.fromkeys(texts))  # each distinct text once (repeats add nothing)
         lowered = joined.lower()  # contains the lower-cased form of each of the texts
         found = {n for n in self._needles[0] if n in joined}
         found |= {n for n in self._needles[1] if n in lowered}
