@@ -113,8 +113,13 @@ def _press(driver: Any, keys: str) -> None:
 
 
 def _wait_for_path(driver: Any, path: str) -> None:
+    # The address changes when the navigation commits, before the new page has run its
+    # script: keys sent then are lost (seen under load). Wait for the page to be loaded too.
     deadline = time.monotonic() + 20
-    while not driver.current_url.endswith(path):
+    while not (
+        driver.current_url.endswith(path)
+        and driver.execute_script("return document.readyState") == "complete"
+    ):
         assert time.monotonic() < deadline, f"stayed at {driver.current_url}, expected {path}"
         time.sleep(0.05)
 
@@ -153,7 +158,8 @@ def test_label_two_traces_with_the_keyboard_then_export(
 
     # after submitting, the page shows the labeller's own version (and would show the judge)
     browser.get(base + "/item/0")
-    assert "Your version 1" in browser.page_source
+    _wait_for_path(browser, "/item/0")
+    assert "Your version 1" in browser.page_source, (browser.current_url, browser.page_source)
     assert browser.find_elements(By.ID, "judge")
 
 
