@@ -127,6 +127,8 @@ def run_many(args: argparse.Namespace, *, batch: bool = False) -> dict[str, Any]
         "calls": run.summary.calls,
         "rate_limited": run.summary.rate_limited,
         "found_rpm": run.summary.found_rpm,
+        "found_tpm": run.summary.found_tpm,
+        "limits_stated": run.summary.limits_stated,
         "failed": dict(run.summary.failed),
         "batch_items": run.summary.batch_items,
         "cost_usd": run.summary.cost_usd,

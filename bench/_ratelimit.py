@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from typing import Any
 
 import _corpus
@@ -23,6 +24,33 @@ from _official import Official
 from _server import ServerProcess
 
 MEDIAN_S, P95_S = 4.0, 15.0
+
+
+def fifo_ceiling(sizes: list[int], window: float, tpm: int, rpm: int) -> float | None:
+    """The binding share after the first window that a perfect client reaches with these
+    requests (token counts, in this order) against this server: no delay from its grant to
+    the server, every request sent the instant the sliding window has room for it, one at
+    a time in order. Below 100% because requests are whole: when the next one does not fit
+    it waits for old ones to leave, and what they free beyond its size stays unused until
+    then (about half a request per window on average)."""
+    log: deque[tuple[float, int]] = deque()
+    used, now, times = 0, 0.0, []
+    for size in sizes:
+        while True:
+            while log and log[0][0] <= now - window + 1e-9:
+                used -= log.popleft()[1]
+            if (used + size <= tpm or not log) and len(log) < rpm:
+                break
+            now = log[0][0] + window
+        log.append((now, size))
+        used += size
+        times.append(now)
+    start, end = times[0] + window, times[-1]
+    if end - start <= window / 4:
+        return None
+    inside = [i for i, t in enumerate(times) if start <= t < end]
+    tokens = sum(sizes[i] for i in inside) / (end - start) * window / tpm
+    return max(tokens, len(inside) / (end - start) * window / rpm)
 
 
 def _accounting(
@@ -60,6 +88,8 @@ def _accounting(
             sum(not e["ok"] for e in late_events) / len(late_events) if late_events else None
         ),
         "mean_tokens": sum(e["tokens"] for e in ok) / len(ok) if ok else None,
+        # The same requests from a client with no delay (what whole requests allow).
+        "ceiling": fifo_ceiling([e["tokens"] for e in ok], window, tpm, rpm),
     }
 
 
@@ -77,8 +107,12 @@ def ratelimit(cfg: Any, official: Official, rows: list[Row], data: dict[str, Any
         mad = work / "mad.json"
         _corpus.write_mad_sized(mad, n, big=0)  # no ~1 MB traces: they are their own row
         setting: dict[str, Any] = {"rpm": rpm, "tpm": tpm, "traces": n, "scale": scale}
-        runs = [("given", ["--rpm", str(rpm), "--tpm", str(tpm)]), ("adaptive", [])]
-        for name, extra in runs:
+        runs = [
+            ("given", ["--rpm", str(rpm), "--tpm", str(tpm)], True),
+            ("adaptive", [], True),
+            ("bare", [], False),  # adaptive, against a server that sends no rate headers
+        ]
+        for name, extra, headers in runs:
             load_before = os.getloadavg()
             with ServerProcess(
                 latency=MEDIAN_S * scale,
@@ -87,6 +121,7 @@ def ratelimit(cfg: Any, official: Official, rows: list[Row], data: dict[str, Any
                 tpm=tpm,
                 window=window,
                 workdir=work,
+                rate_headers=headers,
             ) as server:
                 ours = python_child(
                     [
@@ -133,7 +168,15 @@ def _rows(s: dict[str, Any], rows: list[Row]) -> None:
         if off
         else "not run"
     )
-    for name, label in (("given", "with --rpm/--tpm"), ("adaptive", "without --rpm (adapts)")):
+    labels = (
+        ("given", "with --rpm/--tpm"),
+        ("adaptive", "without --rpm (the server's x-ratelimit-* headers and 429 messages)"),
+        ("bare", "without --rpm, server sends no rate headers (adapts from 429s alone)"),
+    )
+    pad = max(0.05, 0.01 * 60.0 * scale) / (60.0 * scale)  # RateLimiter's default pad
+    for name, label in labels:
+        if name not in s:
+            continue
         r = s[name]
         run = r["run"]
         failed = sum(run["failed"].values()) + (n - run["traces"])
@@ -141,8 +184,16 @@ def _rows(s: dict[str, Any], rows: list[Row]) -> None:
         share = r["share_429"]
         ok: bool | None = binding is not None and binding >= 0.95 and share <= 0.01
         ok = None if binding is None else ok and failed == 0  # None: not measurable
-        found = run.get("found_rpm")
-        found_text = f"; found {found * scale:.0f} req/window" if found else ""
+        units = (("found_rpm", "req"), ("found_tpm", "tokens"))
+        found = [f"{run[k] * scale:,.0f} {unit}/window" for k, unit in units if run.get(k)]
+        how = "stated by the headers" if run.get("limits_stated") else "found"
+        found_text = f"; {how}: {', '.join(found)}" if found else ""
+        ceiling = r.get("ceiling")
+        ceiling_text = (
+            f"; a client with no delay sending the same requests reaches {_pct(ceiling)}"
+            if ceiling is not None
+            else ""
+        )
         rows.append(
             Row(
                 "ratelimit",
@@ -152,22 +203,40 @@ def _rows(s: dict[str, Any], rows: list[Row]) -> None:
                 f"{_pct(r['req_share'])}, tokens {_pct(r['tok_share'])}); "
                 f"{r['refused']} of {r['requests']} requests 429'd ({_pct(share)}; "
                 f"{_pct(r['share_429_after_first_window'])} after the first window); "
-                f"{failed} failed; {fmt_s(run['wall_s'])}{found_text}; CPU "
+                f"{failed} failed; {fmt_s(run['wall_s'])}{found_text}{ceiling_text}; CPU "
                 f"{run['cpu_s']:.0f} s (pool {run['pool_cpu_s']:.0f} s), load "
                 f"{r['load_before'][0]:.1f}/{r['load_after'][0]:.1f} before/after",
                 off_text,
                 _pct(binding),
                 "≥ 95% of the binding limit, ≤ 1% 429'd, 0 failures",
                 ok,
-                "" if ok else _why(binding, share, failed),  # None: n/a, with the reason
+                "" if ok else _why(binding, share, failed, ceiling, pad, r.get("mean_tokens")),
             )
         )
 
 
-def _why(binding: float | None, share: float | None, failed: int) -> str:
+def _why(
+    binding: float | None,
+    share: float | None,
+    failed: int,
+    ceiling: float | None = None,
+    pad: float = 0.0,
+    mean_tokens: float | None = None,
+) -> str:
     parts = []
     if binding is None or binding < 0.95:
-        parts.append(f"sustained {_pct(binding)} of the binding limit")
+        text = f"sustained {_pct(binding)} of the binding limit"
+        if binding is not None and ceiling is not None and ceiling < 0.99:
+            # Measured on the same requests: whole requests in a sliding window, and the
+            # limiter's window counted longer by its grant-to-arrival pad.
+            text += (
+                f" — {binding / ceiling:.0%} of the {_pct(ceiling)} a client with no delay "
+                f"reaches with these requests (whole requests of {mean_tokens or 0:,.0f} "
+                "tokens on average in a sliding window); the limiter's pad for the "
+                "grant-to-arrival delay is "
+                f"{pad:.1%} of the window"
+            )
+        parts.append(text)
     if share is not None and share > 0.01:
         parts.append(f"{share:.1%} of requests 429'd")
     if failed:
@@ -175,4 +244,4 @@ def _why(binding: float | None, share: float | None, failed: int) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["ratelimit"]
+__all__ = ["fifo_ceiling", "ratelimit"]
