@@ -181,3 +181,13 @@ def test_a_run_without_rpm_reads_the_stated_limit_or_finds_one(
     else:
         assert s.found_rpm is not None and s.found_rpm > 0
         assert "the limits it found" in s.format()
+
+
+def test_the_ceiling_is_what_whole_requests_leave_of_a_sliding_window() -> None:
+    _ratelimit = pytest.importorskip("_ratelimit")
+    # 40-token requests, 100 per window: two fit, the 20 they leave stays unused.
+    assert _ratelimit.fifo_ceiling([40] * 200, 1.0, 100, 1000) == pytest.approx(0.8)
+    assert _ratelimit.fifo_ceiling([50] * 200, 1.0, 100, 1000) == pytest.approx(1.0)
+    # The request limit binds: 3 per window of 10 allowed, whatever the tokens.
+    assert _ratelimit.fifo_ceiling([1] * 200, 1.0, 10**6, 3) == pytest.approx(1.0)
+    assert _ratelimit.fifo_ceiling([40] * 3, 1.0, 100, 1000) is None  # one window: no rate
