@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -523,3 +524,53 @@ def test_the_user_given_limit_stays_the_ceiling_of_a_stated_one() -> None:
     assert limiter.found_tpm is None and limiter.found_rpm is None  # nothing new found
     limiter.pause(0.0, kind="tokens", stated_tokens=80_000)  # the provider's is lower
     assert limiter.found_tpm == 80_000.0
+
+
+def _stating(headers: dict[str, str]) -> Any:
+    def reply(_: Recorded) -> Reply:
+        answer = Reply.text(ANSWER)
+        answer.headers = dict(headers)
+        return answer
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("model", "headers", "limits"),
+    [
+        (
+            "openai/gpt-4o-mini",
+            {"x-ratelimit-limit-requests": "500", "x-ratelimit-limit-tokens": "30000",
+             "x-ratelimit-remaining-requests": "499", "x-ratelimit-reset-requests": "120ms"},
+            (500.0, 30000.0),
+        ),
+        (
+            "anthropic/claude-sonnet-4-5",
+            {"anthropic-ratelimit-requests-limit": "50",
+             "anthropic-ratelimit-input-tokens-limit": "40000",
+             "anthropic-ratelimit-output-tokens-limit": "8000"},
+            (50.0, 40000.0),
+        ),
+    ],
+)  # fmt: skip
+def test_an_answer_that_states_the_limits_sets_them_without_a_429(
+    fake_llm: FakeLLMServer, model: str, headers: dict[str, str], limits: tuple[float, float]
+) -> None:
+    fake_llm.responder = _stating(headers)
+    url = fake_llm.openai_base_url if model.startswith("openai") else fake_llm.url
+    judge = Judge(model, base_url=url, api_key=KEY, fewshot=0)
+    run = annotate_many(traces(3), judge, concurrency=1, cache=False, progress=False)
+    s = run.summary
+    assert [a.status for a in run] == ["ok"] * 3
+    assert s.rate_limited == 0 and s.limits_stated
+    assert (s.found_rpm, s.found_tpm) == limits
+    assert "the limits the provider's headers state" in s.format()
+
+
+def test_an_answer_without_rate_headers_states_nothing(fake_llm: FakeLLMServer) -> None:
+    fake_llm.responder = answer
+    judge = Judge("openai/gpt-4o-mini", base_url=fake_llm.openai_base_url, api_key=KEY, fewshot=0)
+    run = annotate_many(traces(2), judge, concurrency=1, cache=False, progress=False)
+    s = run.summary
+    assert not s.limits_stated and s.found_rpm is None and s.found_tpm is None
+    assert "rate limited" not in s.format()

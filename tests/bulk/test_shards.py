@@ -134,6 +134,9 @@ class _InProcessLimiter:
     def pause(self, seconds: float, **what: Any) -> None:
         self.state.pause(seconds, **what)
 
+    def adopt(self, requests: float | None = None, tokens: float | None = None) -> None:
+        self.state.adopt(requests, tokens)
+
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> Any:
         ticket, refused = await self.state.admit(tokens, cost)
         if refused is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import random
 import time
@@ -75,6 +76,10 @@ class _Runner(BatchRounds):
         self.store = store
         self.cache = cache
         self.limiter = limiter
+        # A limiter given to annotate_many(limiter=…) may predate what a 429 and the
+        # headers can say (pause(seconds) only, no adopt): it gets what it takes.
+        self._pause_says_kind = "kind" in inspect.signature(limiter.pause).parameters
+        self._adopt = getattr(limiter, "adopt", None)
         self.retry = retry
         self.timeout = timeout
         self.money = budget
@@ -341,6 +346,9 @@ class _Runner(BatchRounds):
                 self.money.settle(estimate, cost)  # the reservation becomes what was spent
             break
         usage = completion.usage
+        if grant is not None and completion.stated_limits is not None and self._adopt:
+            # The answer's headers state the limits: no need to find them by 429s.
+            self._adopt(*completion.stated_limits)
         if grant is not None:
             # What the provider counts against a tokens-per-minute limit (counted_tokens):
             # the reserve assumed for a call without max_tokens is not counted by anyone.
@@ -357,6 +365,9 @@ class _Runner(BatchRounds):
 
     def pause(self, exc: RateLimitError) -> None:
         """Tell the limiter a 429 came (with the provider's stated limit where it can)."""
+        if not self._pause_says_kind:
+            self.limiter.pause(exc.retry_after or 0.0)
+            return
         self.limiter.pause(
             exc.retry_after or 0.0,
             kind=exc.limit_kind,

@@ -98,7 +98,8 @@ class LimiterGrant(Protocol):
 class Limiter(Protocol):
     """What the runner asks before each call: :class:`RateLimiter` in one process, or a
     limiter shared by many processes (:mod:`mast.bulk.distributed`), which also keeps
-    the budget and may raise :class:`LimitRefused`."""
+    the budget and may raise :class:`LimitRefused`. A limiter may also have
+    ``adopt(requests, tokens)``, called with the limits an answer's headers state."""
 
     @property
     def limited(self) -> bool: ...

@@ -56,6 +56,9 @@ class LimitsActor:
     ) -> None:
         self.state.pause(seconds, kind=kind, stated_limit=stated_limit, stated_tokens=stated_tokens)
 
+    async def adopt(self, requests: float | None, tokens: float | None) -> None:
+        self.state.adopt(requests, tokens)
+
     async def stop(self, reason: str, message: str) -> None:
         self.state.stop(reason, message)
 
@@ -170,6 +173,7 @@ class RemoteLimiter:
 
     def __init__(self, actor: Any) -> None:
         self._actor = actor
+        self._stated: tuple[float | None, float | None] = (None, None)
 
     @property
     def limited(self) -> bool:
@@ -184,6 +188,12 @@ class RemoteLimiter:
         stated_tokens: float | None = None,
     ) -> None:
         self._actor.pause.remote(seconds, kind, stated_limit, stated_tokens)
+
+    def adopt(self, requests: float | None = None, tokens: float | None = None) -> None:
+        # Every answer states them: tell the actor only when they change.
+        if (requests, tokens) != self._stated:
+            self._stated = (requests, tokens)
+            self._actor.adopt.remote(requests, tokens)
 
     async def acquire(self, tokens: int = 0, *, cost: float = 0.0) -> _RemoteGrant:
         ticket, refused = await self._actor.admit.remote(tokens, cost)

@@ -117,6 +117,10 @@ class LimitsState:
             seconds, kind=kind, stated_limit=stated_limit, stated_tokens=stated_tokens
         )
 
+    def adopt(self, requests: float | None = None, tokens: float | None = None) -> None:
+        """The provider's headers state its limits: the cluster holds them."""
+        self.limiter.adopt(requests, tokens)
+
     def stop(self, reason: str, message: str) -> None:
         """Refuse every further call."""
         if self.stopped is None:

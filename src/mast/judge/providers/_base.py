@@ -12,6 +12,7 @@ import asyncio
 import base64
 import functools
 import importlib
+import inspect
 import os
 import time
 import urllib.parse
@@ -25,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from mast.errors import AuthError, MissingDependencyError, ProviderError
 from mast.judge.prompt.types import Prompt
-from mast.judge.providers._errors import translate_error, unexpected_answer
+from mast.judge.providers._errors import stated_limits, translate_error, unexpected_answer
 from mast.judge.providers.usage import Usage
 
 StructuredMode = Literal["auto", "json_schema", "tool", "none"]
@@ -65,6 +66,10 @@ class Completion:
     latency_s: float
     finish_reason: str | None = None
     via_tool: bool = False
+    stated_limits: tuple[float | None, float | None] | None = None
+    """(requests, tokens) per minute the answer's rate-limit headers state (OpenAI
+    ``x-ratelimit-limit-*``, Anthropic ``anthropic-ratelimit-*-limit``); None when it sent
+    none (or the answer came from a batch or the cache)."""
 
 
 def mask_key(key: str | None) -> str:
@@ -267,18 +272,29 @@ class Provider(ABC):
         body: dict[str, Any],
         config: CallConfig,
         sdk_error: type[BaseException],
-    ) -> tuple[Any, float]:
-        """``await create(**body)`` with the call's timeout: the answer and its latency (s).
+    ) -> tuple[Any, float, tuple[float | None, float | None] | None]:
+        """``await create(**body)`` with the call's timeout: the answer, its latency (s)
+        and the rate limits its headers state (None: none sent).
 
+        ``create`` may be the SDK's ``with_raw_response`` variant: the HTTP answer is then
+        parsed here, and its headers read for the provider's stated rate limits.
         ``sdk_error`` (the SDK's base exception), a timeout, or the ``ValueError`` the SDK
         lets escape for a 200 answer whose body is not JSON become a ``ProviderError``.
         """
         start = time.perf_counter()
+        stated: tuple[float | None, float | None] | None = None
         try:
             response = await create(**body, timeout=config.timeout)
+            headers = getattr(response, "headers", None)
+            if headers is not None and callable(getattr(response, "parse", None)):
+                requests, tokens = stated_limits(headers)
+                stated = None if requests is None and tokens is None else (requests, tokens)
+                response = response.parse()
+                if inspect.isawaitable(response):  # anthropic's async raw response
+                    response = await response
         except (sdk_error, asyncio.TimeoutError, ValueError) as exc:
             raise self._translate_error(exc, config.model) from exc
-        return response, time.perf_counter() - start
+        return response, time.perf_counter() - start, stated
 
     def _translate_error(self, exc: BaseException, model: str) -> ProviderError:
         """``exc`` as the ``ProviderError`` that fits it (the API key scrubbed from it)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from mast.judge.prompt.types import Prompt
@@ -98,12 +99,15 @@ class AnthropicProvider(Provider):
 
     async def complete(self, prompt: Prompt, config: CallConfig) -> Completion:
         anthropic = import_sdk("anthropic", self.install)
-        create = self.client().messages.create
+        # The raw response: its headers carry the rate limits (anthropic-ratelimit-*).
+        create = self.client().messages.with_raw_response.create
         body = self.request_body(prompt, config)
-        response, latency = await self._send(create, body, config, anthropic.AnthropicError)
+        sent = await self._send(create, body, config, anthropic.AnthropicError)
+        response, latency, stated = sent
         if not hasattr(response, "content") or isinstance(response, (str, bytes)):
             raise self._unexpected_answer(response, config.model, "a Messages API message")
-        return completion_from_message(response, model=config.model, latency_s=latency)
+        completion = completion_from_message(response, model=config.model, latency_s=latency)
+        return replace(completion, stated_limits=stated) if stated else completion
 
 
 def completion_from_message(message: Any, *, model: str, latency_s: float) -> Completion:

@@ -9,6 +9,7 @@ because compatible servers may ignore the request. Reasoning models (o1/o3/o4, g
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from mast.judge.prompt.types import Prompt
@@ -83,12 +84,14 @@ class OpenAIProvider(Provider):
 
     async def complete(self, prompt: Prompt, config: CallConfig) -> Completion:
         openai = import_sdk("openai", self.install)
-        create = self.client().chat.completions.create
+        # The raw response: its headers carry the rate limits (x-ratelimit-limit-*).
+        create = self.client().chat.completions.with_raw_response.create
         body = self.request_body(prompt, config)
-        response, latency = await self._send(create, body, config, openai.OpenAIError)
+        response, latency, stated = await self._send(create, body, config, openai.OpenAIError)
         if not hasattr(response, "choices"):
             raise self._unexpected_answer(response, config.model, "a chat completion")
-        return completion_from_response(response, model=config.model, latency_s=latency)
+        completion = completion_from_response(response, model=config.model, latency_s=latency)
+        return replace(completion, stated_limits=stated) if stated else completion
 
 
 def completion_from_response(response: Any, *, model: str, latency_s: float) -> Completion:
