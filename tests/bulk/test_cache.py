@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,33 @@ def test_unusable_cache_location_says_how_to_fix(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(Exception, match="--no-cache"):
         ResponseCache(blocker / "sub")
+
+
+# Ray actors (and shards) that start together open one new cache at once. SQLite refuses
+# the journal-mode switch to all but one of them at once, without waiting its timeout: a
+# worker then died with "database is locked" (seen in CI, test_distributed). In children, as
+# the actors are; each opens cache{i} at the same moment as the others.
+_OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from mast.bulk.cache import ResponseCache
+root, start = Path(sys.argv[1]), float(sys.argv[2])
+for i in range(20):
+    time.sleep(max(0.0, start + 0.1 * i - time.time()))
+    ResponseCache(root / f"cache{i}")
+"""
+
+
+def test_workers_opening_a_new_cache_at_once_all_open_it(tmp_path: Path) -> None:
+    start = time.time() + 3.0  # every worker has imported mast by then
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_AT_ONCE, str(tmp_path), str(start)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    errors = [w.communicate(timeout=120)[1] for w in workers]
+    failed = [err for w, err in zip(workers, errors, strict=True) if w.returncode != 0]
+    assert not failed, failed[0][-2000:]

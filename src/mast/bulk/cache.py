@@ -30,7 +30,9 @@ import contextlib
 import hashlib
 import json
 import os
+import random
 import sqlite3
+import time
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -160,6 +162,27 @@ class CachedResponse:
     batch: bool
 
 
+_BUSY_TIMEOUT_S = 30.0
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting out other processes doing the same.
+
+    Workers that open a new cache at once (Ray actors, shards) all switch its journal mode;
+    SQLite answers "database is locked" to all but one at once, without waiting the
+    connection's timeout (waiting could deadlock them), so the switch is tried again.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01 + random.random() * 0.04)
+
+
 class ResponseCache:
     """The response cache in directory ``path`` (file :data:`CACHE_FILE`), or a ``.sqlite``
     file given directly. Safe across processes (SQLite WAL); one instance per thread."""
@@ -187,10 +210,10 @@ class ResponseCache:
     def _connect(self) -> sqlite3.Connection:
         # Not shared between threads at once, but annotate_many may run in a worker
         # thread (inside a notebook's event loop) with a cache the caller opened.
-        db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False)
+        db = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
         try:
             # WAL + NORMAL: every commit survives a killed process, and readers never block.
-            db.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)
             db.commit()
